@@ -1,0 +1,131 @@
+"""Spark adapters only: they translate between Spark's Python Data Source API and the core.
+
+Spark pickles these objects between separate Python worker processes (schema inference,
+planning, each task), so they hold options and plain values, never live clients.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator, Sequence
+
+import pyarrow as pa
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    EqualNullSafe,
+    EqualTo,
+    Filter,
+    GreaterThan,
+    GreaterThanOrEqual,
+    In,
+    InputPartition,
+    IsNotNull,
+    IsNull,
+    LessThan,
+    LessThanOrEqual,
+    Not,
+    StringStartsWith,
+)
+from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+from pyspark.sql.types import StructType
+
+from .filters import Predicate
+from .options import ReadOptions
+from .scan.planner import TableScan
+from .scan.reader import read_split
+from .scan.splits import BucketSplit, ReadContext
+
+SOURCE_NAME = "acidorc"
+
+_COMPARISON_FILTERS = {
+    EqualTo: "eq",
+    EqualNullSafe: "eq_null_safe",
+    GreaterThan: "gt",
+    GreaterThanOrEqual: "ge",
+    LessThan: "lt",
+    LessThanOrEqual: "le",
+}
+
+
+def to_predicate(f: Filter) -> Predicate | None:
+    """A Spark filter as a core predicate; None for filters we cannot use."""
+    for cls, op in _COMPARISON_FILTERS.items():
+        if type(f) is cls:
+            return Predicate(op, tuple(f.attribute), f.value)
+    if isinstance(f, In):
+        return Predicate("in", tuple(f.attribute), tuple(f.value))
+    if isinstance(f, IsNull):
+        return Predicate("is_null", tuple(f.attribute))
+    if isinstance(f, IsNotNull):
+        return Predicate("is_not_null", tuple(f.attribute))
+    if isinstance(f, StringStartsWith):
+        return Predicate("starts_with", tuple(f.attribute), f.value)
+    if isinstance(f, Not):
+        inner = to_predicate(f.child)
+        return Predicate("not", inner.column, inner) if inner is not None else None
+    return None
+
+
+class AcidInputPartition(InputPartition):
+    """One (partition directory, bucket) split plus the scan-wide read context."""
+
+    def __init__(self, ctx: ReadContext, split: BucketSplit | None):
+        super().__init__(split.description if split else "empty")
+        self.ctx = ctx
+        self.split = split
+
+
+class AcidOrcReader(DataSourceReader):
+    def __init__(self, options: dict, schema: StructType):
+        self._options = ReadOptions.parse(options)
+        self._schema = schema
+        self._predicates: list[Predicate] = []
+        self._scan_cache: TableScan | None = None
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["_scan_cache"] = None  # listings stay on the driver
+        return state
+
+    def _scan(self) -> TableScan:
+        if self._scan_cache is None:
+            self._scan_cache = TableScan.open(self._options)
+        return self._scan_cache
+
+    def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:
+        partition_columns = {c.lower() for c in self._scan().layout.partition_columns}
+        for f in filters:
+            pred = to_predicate(f)
+            if pred is not None:
+                self._predicates.append(pred)
+            # Partition filters are applied exactly by pruning; everything else only skips
+            # stripes by statistics, so Spark must still evaluate it.
+            if pred is None or pred.top_column not in partition_columns:
+                yield f
+
+    def partitions(self) -> Sequence[InputPartition]:
+        arrow_schema = to_arrow_schema(self._schema, timezone="UTC")
+        ctx, splits = self._scan().plan(arrow_schema, self._predicates)
+        if not splits:
+            return [AcidInputPartition(ctx, None)]
+        return [AcidInputPartition(ctx, s) for s in splits]
+
+    def read(self, partition: AcidInputPartition) -> Iterator[pa.RecordBatch]:
+        if partition.split is None:
+            return iter(())
+        return read_split(partition.split, partition.ctx)
+
+
+class AcidOrcDataSource(DataSource):
+    """``spark.read.format("acidorc")``: Hive ACID (transactional ORC) tables."""
+
+    @classmethod
+    def name(cls) -> str:
+        return SOURCE_NAME
+
+    def schema(self) -> StructType:
+        options = ReadOptions.parse(self.options)
+        return from_arrow_schema(TableScan.open(options).infer_schema(), prefer_timestamp_ntz=True)
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return AcidOrcReader(self.options, schema)

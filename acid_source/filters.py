@@ -1,0 +1,119 @@
+"""Pushed-down predicates, independent of Spark.
+
+Two uses: prune table partitions (evaluated exactly on partition values, with SQL null
+semantics) and skip stripes of insert files whose ORC column statistics prove that no row can
+match (conservative: when in doubt, read).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+from dataclasses import dataclass
+from typing import Any
+
+COMPARISONS = ("eq", "eq_null_safe", "gt", "ge", "lt", "le")
+
+
+@dataclass(frozen=True)
+class Predicate:
+    """``op`` is one of COMPARISONS, "in", "is_null", "is_not_null", "starts_with", "not"."""
+
+    op: str
+    column: tuple[str, ...] = ()
+    value: Any = None  # for "in": a tuple; for "not": the negated Predicate
+
+    @property
+    def top_column(self) -> str | None:
+        if self.op == "not":
+            return self.value.top_column
+        return self.column[0].lower() if len(self.column) == 1 else None
+
+
+def _compare(op: str, left, right) -> bool | None:
+    if left is None or right is None:
+        return None
+    try:
+        if op == "eq":
+            return left == right
+        if op == "gt":
+            return left > right
+        if op == "ge":
+            return left >= right
+        if op == "lt":
+            return left < right
+        if op == "le":
+            return left <= right
+    except TypeError:
+        return None
+    raise ValueError(op)
+
+
+def evaluate(pred: Predicate, row: dict[str, Any]) -> bool | None:
+    """SQL three-valued evaluation of ``pred`` on a row of (lower-cased) column values."""
+    if pred.op == "not":
+        inner = evaluate(pred.value, row)
+        return None if inner is None else not inner
+    value = row.get(pred.top_column)
+    if pred.op == "is_null":
+        return value is None
+    if pred.op == "is_not_null":
+        return value is not None
+    if pred.op == "eq_null_safe":
+        return value == pred.value if (value is not None and pred.value is not None) else value is pred.value
+    if pred.op == "in":
+        if value is None:
+            return None
+        if any(value == v for v in pred.value if v is not None):
+            return True
+        return None if any(v is None for v in pred.value) else False
+    if pred.op == "starts_with":
+        return None if value is None else str(value).startswith(pred.value)
+    return _compare(pred.op, value, pred.value)
+
+
+def partition_matches(predicates: list[Predicate], values: dict[str, Any]) -> bool:
+    """True unless some predicate is certainly not true for this partition."""
+    return all(evaluate(p, values) is True for p in predicates)
+
+
+_ORDERABLE = (int, float, str, dt.date, dt.datetime, decimal.Decimal)
+
+
+def stripe_may_match(pred: Predicate, stats: dict | None) -> bool:
+    """Can a stripe with these ORC column statistics hold a row matching ``pred``?"""
+    if stats is None:
+        return True
+    has_null = bool(stats.get("has_null", True))
+    n_values = stats.get("number_of_values")
+    if pred.op == "is_null":
+        return has_null
+    if pred.op == "is_not_null":
+        return n_values is None or n_values > 0
+    if pred.op == "eq_null_safe" and pred.value is None:
+        return has_null
+    if pred.op not in COMPARISONS + ("in",):
+        return True  # "not", "starts_with": not worth proving
+    if n_values == 0:
+        return False  # only nulls: no comparison is true
+    lo, hi = stats.get("minimum"), stats.get("maximum")
+    if lo is None or hi is None or not isinstance(lo, _ORDERABLE) or isinstance(lo, bool):
+        return True
+    if isinstance(lo, float):
+        return True  # NaN and float-vs-double rounding make float statistics unsafe to prove with
+    v = pred.value
+    try:
+        if pred.op in ("eq", "eq_null_safe"):
+            return v is not None and lo <= v <= hi
+        if pred.op == "gt":
+            return v is not None and hi > v
+        if pred.op == "ge":
+            return v is not None and hi >= v
+        if pred.op == "lt":
+            return v is not None and lo < v
+        if pred.op == "le":
+            return v is not None and lo <= v
+        return any(x is not None and lo <= x <= hi for x in v)
+    except TypeError:
+        return True
+    return True

@@ -1,0 +1,51 @@
+"""Making ``acidorc`` available in a SparkSession."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+# Spark settings acidorc relies on; spark-conf/spark-defaults.conf carries the same ones.
+RECOMMENDED_CONF = {
+    # Spark only offers filters to Python data sources when this is on (off by default).
+    "spark.sql.python.filterPushdown.enabled": "true",
+}
+
+
+def register(spark) -> None:
+    """Register the ``acidorc`` data source in ``spark`` and enable filter pushdown.
+
+    Works for the DataFrame API and for ``CREATE TEMPORARY VIEW v USING acidorc OPTIONS (...)``.
+    """
+    from .datasource import AcidOrcDataSource
+
+    spark.dataSource.register(AcidOrcDataSource)
+    for key, value in RECOMMENDED_CONF.items():
+        spark.conf.set(key, value)
+
+
+def configure(builder):
+    """Apply acidorc's settings to a ``SparkSession.Builder`` before the session starts.
+
+    Spark's Python workers must run the driver's interpreter (the one acidorc is installed
+    in); otherwise tasks die importing it. Unless the user chose one, use ours.
+    """
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    for key, value in RECOMMENDED_CONF.items():
+        builder = builder.config(key, value)
+    return builder
+
+
+def get_or_create_session(app_name: str = "acidorc", master: str | None = None, conf: dict | None = None):
+    """A SparkSession with acidorc registered: ``configure`` + ``getOrCreate`` + ``register``."""
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.appName(app_name)
+    if master:
+        builder = builder.master(master)
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
+    spark = configure(builder).getOrCreate()
+    register(spark)
+    return spark

@@ -1,0 +1,134 @@
+"""Storage access through fsspec, with fast native pyarrow files for local paths.
+
+A :class:`Storage` is identified by the table URL (plus fsspec storage options) so it can be
+pickled into input partitions and re-created on executors without any live client.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import fsspec
+import pyarrow as pa
+from fsspec.implementations.local import LocalFileSystem
+
+
+@dataclass(frozen=True)
+class FileEntry:
+    path: str  # filesystem-native path (no protocol)
+    name: str
+    size: int
+    is_dir: bool
+
+
+@dataclass(frozen=True)
+class Storage:
+    """The file system behind one table root."""
+
+    url: str
+    options: tuple = field(default=())  # fsspec storage options as sorted (key, value) pairs
+
+    @cached_property
+    def _fs_and_root(self):
+        fs, root = fsspec.core.url_to_fs(self.url, **dict(self.options))
+        return fs, root.rstrip("/") or "/"
+
+    def __getstate__(self):  # never pickle the live filesystem
+        return {"url": self.url, "options": self.options}
+
+    def __setstate__(self, state):
+        object.__setattr__(self, "url", state["url"])
+        object.__setattr__(self, "options", state["options"])
+
+    @property
+    def fs(self) -> fsspec.AbstractFileSystem:
+        return self._fs_and_root[0]
+
+    @property
+    def root(self) -> str:
+        return self._fs_and_root[1]
+
+    @property
+    def is_local(self) -> bool:
+        return isinstance(self.fs, LocalFileSystem)
+
+    def join(self, *parts: str) -> str:
+        return "/".join([p.rstrip("/") for p in parts[:-1]] + [parts[-1]])
+
+    def exists(self, path: str) -> bool:
+        return self.fs.exists(path)
+
+    def is_dir(self, path: str) -> bool:
+        return self.fs.isdir(path)
+
+    def list_dir(self, path: str) -> list[FileEntry]:
+        entries = []
+        for info in self.fs.ls(path, detail=True):
+            full = info["name"].rstrip("/")
+            name = full.rsplit("/", 1)[-1]
+            entries.append(FileEntry(full, name, int(info.get("size") or 0), info.get("type") == "directory"))
+        entries.sort(key=lambda e: e.path)
+        return entries
+
+    def read_bytes(self, path: str) -> bytes:
+        with self.fs.open(path, "rb") as f:
+            return f.read()
+
+    def open_input(self, path: str, length: int | None = None):
+        """A pyarrow random-access file; ``length`` limits it to a prefix (``_flush_length``)."""
+        if self.is_local:
+            mapped = pa.memory_map(path)
+            if length is None or length >= mapped.size():
+                return mapped
+            return pa.BufferReader(mapped.read_buffer(length))
+        raw = self.fs.open(path, "rb")
+        if length is not None:
+            raw = _PrefixFile(raw, length)
+        return pa.PythonFile(raw, mode="r")
+
+    def local_path(self, path: str) -> str | None:
+        return path if self.is_local else None
+
+
+class _PrefixFile(io.RawIOBase):
+    """A read-only view of the first ``length`` bytes of another file object."""
+
+    def __init__(self, inner, length: int):
+        self._inner = inner
+        self._length = length
+        self._pos = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._pos
+
+    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
+        base = {os.SEEK_SET: 0, os.SEEK_CUR: self._pos, os.SEEK_END: self._length}[whence]
+        self._pos = max(0, min(self._length, base + offset))
+        return self._pos
+
+    def read(self, size: int = -1) -> bytes:
+        remaining = self._length - self._pos
+        if size is None or size < 0 or size > remaining:
+            size = remaining
+        self._inner.seek(self._pos)
+        data = self._inner.read(size)
+        self._pos += len(data)
+        return data
+
+    def readinto(self, buffer) -> int:
+        data = self.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+    def close(self) -> None:
+        self._inner.close()
+        super().close()
