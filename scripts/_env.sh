@@ -1,0 +1,40 @@
+# Shared set-up for scripts/run-example and scripts/run-tests (sourced, not run).
+# Creates .venv on first use, (re)installs the project when pyproject.toml changes, checks
+# Java, and points Spark's Python workers at the same interpreter as the driver.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="${ACIDORC_VENV:-$ROOT/.venv}"
+PYTHON_BOOT="${PYTHON:-python3}"
+
+die() { echo "error: $*" >&2; exit 1; }
+
+command -v "$PYTHON_BOOT" >/dev/null 2>&1 || die "python3 (>= 3.10) is required"
+"$PYTHON_BOOT" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else 1)' \
+  || die "Python >= 3.10 is required (found $("$PYTHON_BOOT" --version 2>&1))"
+
+if ! command -v java >/dev/null 2>&1 && [ -z "${JAVA_HOME:-}" ]; then
+  die "Java 17 or newer is required by Spark: install a JDK (e.g. 'apt-get install openjdk-17-jdk-headless') or set JAVA_HOME"
+fi
+JAVA_BIN="${JAVA_HOME:+$JAVA_HOME/bin/}java"
+JAVA_MAJOR="$("$JAVA_BIN" -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -n1)"
+[ -n "$JAVA_MAJOR" ] && [ "$JAVA_MAJOR" -ge 17 ] \
+  || die "Java 17 or newer is required by Spark (found: $("$JAVA_BIN" -version 2>&1 | head -n1))"
+
+if [ ! -x "$VENV/bin/python" ]; then
+  echo "==> creating virtual environment in $VENV"
+  "$PYTHON_BOOT" -m venv "$VENV"
+fi
+STAMP="$VENV/.acidorc-installed"
+WANT="$(cat "$ROOT/pyproject.toml" | sha256sum | cut -d' ' -f1)"
+if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$WANT" ]; then
+  echo "==> installing acidorc and its dependencies into $VENV"
+  "$VENV/bin/python" -m pip install --quiet --upgrade pip
+  "$VENV/bin/python" -m pip install --quiet -e "$ROOT[test]"
+  echo "$WANT" > "$STAMP"
+fi
+
+export PYSPARK_PYTHON="$VENV/bin/python"
+export PYSPARK_DRIVER_PYTHON="$VENV/bin/python"
+PY="$VENV/bin/python"
+cd "$ROOT"

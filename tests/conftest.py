@@ -1,0 +1,36 @@
+"""Shared fixtures: one SparkSession for the whole test session, and table builders."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+TESTS = Path(__file__).parent
+if str(TESTS) not in sys.path:
+    sys.path.insert(0, str(TESTS))  # for `from hivegen import ...`
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory):
+    import acid_source
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    warehouse = tmp_path_factory.mktemp("warehouse")
+    session = acid_source.get_or_create_session(
+        app_name="acidorc-tests",
+        master="local[2]",
+        conf={
+            "spark.ui.enabled": "false",
+            "spark.ui.showConsoleProgress": "false",
+            "spark.sql.shuffle.partitions": "2",
+            "spark.sql.warehouse.dir": str(warehouse),
+            "spark.sql.session.timeZone": "UTC",
+            "spark.driver.memory": "2g",
+        },
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
