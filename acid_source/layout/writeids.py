@@ -130,12 +130,6 @@ class _IdList:
         aborted = _parse_id_list(fields[3], whole, option) if len(fields) > 3 else []
         if set(open_ids) & set(aborted):
             raise InvalidSnapshotError(whole, "an id is listed both as open and as aborted", option)
-        if any(i > hwm for i in open_ids + aborted):
-            raise InvalidSnapshotError(whole, "an open or aborted id is above the high watermark", option)
-        if open_ids and min_open != min(open_ids):
-            raise InvalidSnapshotError(
-                whole, f"min open id {min_open} is not the smallest open id {min(open_ids)}", option
-            )
         return hwm, min_open, open_ids, aborted
 
 
