@@ -75,7 +75,33 @@ class AcidInputPartition(InputPartition):
         self.split = split
 
 
+def pushdown_is_safe(spark_version: str) -> bool:
+    """Whether Spark keeps pushed-down read plans per scan.
+
+    Spark 4.2 and 4.3 cache the partitions planned for a filtered scan on the data source
+    object and reuse them for a later scan without pushable filters of the same DataFrame
+    (``PythonScanBuilder.pushFilters`` -> ``PythonDataSourceV2.setReadInfo``): a filtered
+    ``df.filter(...).count()`` followed by ``df.count()`` would return pruned rows for the
+    second query. Spark 5 carries pushed-down plans in the scan instead.
+    """
+    try:
+        major = int(spark_version.split(".")[0])
+    except ValueError:
+        return False
+    return major >= 5
+
+
+def _use_pushdown(options: ReadOptions) -> bool:
+    if options.filter_pushdown == "auto":
+        import pyspark
+
+        return pushdown_is_safe(pyspark.__version__)
+    return options.filter_pushdown == "true"
+
+
 class AcidOrcReader(DataSourceReader):
+    """Reads without filter pushdown (``partitionFilter`` still prunes partitions)."""
+
     def __init__(self, options: dict, schema: StructType):
         self._options = ReadOptions.parse(options)
         self._schema = schema
@@ -92,17 +118,6 @@ class AcidOrcReader(DataSourceReader):
             self._scan_cache = TableScan.open(self._options)
         return self._scan_cache
 
-    def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:
-        partition_columns = {c.lower() for c in self._scan().layout.partition_columns}
-        for f in filters:
-            pred = to_predicate(f)
-            if pred is not None:
-                self._predicates.append(pred)
-            # Partition filters are applied exactly by pruning; everything else only skips
-            # stripes by statistics, so Spark must still evaluate it.
-            if pred is None or pred.top_column not in partition_columns:
-                yield f
-
     def partitions(self) -> Sequence[InputPartition]:
         arrow_schema = to_arrow_schema(self._schema, timezone="UTC")
         ctx, splits = self._scan().plan(arrow_schema, self._predicates)
@@ -114,6 +129,21 @@ class AcidOrcReader(DataSourceReader):
         if partition.split is None:
             return iter(())
         return read_split(partition.split, partition.ctx)
+
+
+class AcidOrcPushdownReader(AcidOrcReader):
+    """Also uses filters Spark pushes down: partition pruning and stripe skipping."""
+
+    def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:
+        partition_columns = {c.lower() for c in self._scan().layout.partition_columns}
+        for f in filters:
+            pred = to_predicate(f)
+            if pred is not None:
+                self._predicates.append(pred)
+            # Partition filters are applied exactly by pruning; everything else only skips
+            # stripes by statistics, so Spark must still evaluate it.
+            if pred is None or not pred.columns <= partition_columns:
+                yield f
 
 
 class AcidOrcDataSource(DataSource):
@@ -128,4 +158,6 @@ class AcidOrcDataSource(DataSource):
         return from_arrow_schema(TableScan.open(options).infer_schema(), prefer_timestamp_ntz=True)
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return AcidOrcReader(self.options, schema)
+        options = ReadOptions.parse(self.options)
+        cls = AcidOrcPushdownReader if _use_pushdown(options) else AcidOrcReader
+        return cls(self.options, schema)

@@ -17,17 +17,26 @@ COMPARISONS = ("eq", "eq_null_safe", "gt", "ge", "lt", "le")
 
 @dataclass(frozen=True)
 class Predicate:
-    """``op`` is one of COMPARISONS, "in", "is_null", "is_not_null", "starts_with", "not"."""
+    """``op`` is one of COMPARISONS, "in", "is_null", "is_not_null", "starts_with", "not",
+    "and", "or"."""
 
     op: str
     column: tuple[str, ...] = ()
-    value: Any = None  # for "in": a tuple; for "not": the negated Predicate
+    value: Any = None  # "in": a tuple; "not": the negated Predicate; "and"/"or": a tuple of them
 
     @property
     def top_column(self) -> str | None:
+        """The one top-level column this predicate is about (None if several or nested)."""
+        cols = self.columns
+        return next(iter(cols)) if len(cols) == 1 else None
+
+    @property
+    def columns(self) -> frozenset:
         if self.op == "not":
-            return self.value.top_column
-        return self.column[0].lower() if len(self.column) == 1 else None
+            return self.value.columns
+        if self.op in ("and", "or"):
+            return frozenset().union(*(p.columns for p in self.value))
+        return frozenset([self.column[0].lower()]) if len(self.column) == 1 else frozenset([None])
 
 
 def _compare(op: str, left, right) -> bool | None:
@@ -54,6 +63,12 @@ def evaluate(pred: Predicate, row: dict[str, Any]) -> bool | None:
     if pred.op == "not":
         inner = evaluate(pred.value, row)
         return None if inner is None else not inner
+    if pred.op in ("and", "or"):
+        results = [evaluate(p, row) for p in pred.value]
+        decisive = pred.op == "or"  # True decides an OR, False decides an AND
+        if any(r is decisive for r in results):
+            return decisive
+        return None if any(r is None for r in results) else not decisive
     value = row.get(pred.top_column)
     if pred.op == "is_null":
         return value is None

@@ -23,7 +23,10 @@ READ_OPTIONS = {
     "includeRowId": "true to add Hive's ROW__ID struct column (writeId, bucketId, rowId)",
     "tableType": "auto | full | insert_only",
     "maxSplitBytes": "a bucket larger than this is read by several tasks (e.g. 256m)",
+    "partitionFilter": "SQL condition on partition columns; only matching partition directories are read",
+    "filterPushdown": "auto | true | false: use filters Spark pushes down (auto: where Spark does it safely)",
 }
+PUSHDOWN_MODES = ("auto", "true", "false")
 
 _SIZE = re.compile(r"^\s*(\d+)\s*([kmgt]?)b?\s*$", re.IGNORECASE)
 _UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
@@ -73,6 +76,8 @@ class ReadOptions:
     table_type: str
     max_split_bytes: int
     storage_options: tuple
+    partition_filter: str | None = None
+    filter_pushdown: str = "auto"
 
     @classmethod
     def parse(cls, options: dict) -> "ReadOptions":
@@ -83,6 +88,12 @@ class ReadOptions:
         table_type = opts.get("tableType", "auto").strip().lower()
         if table_type not in TABLE_TYPES:
             raise InvalidOptionError("tableType", f"expected one of {', '.join(TABLE_TYPES)}, got {table_type!r}")
+        pushdown = opts.get("filterPushdown", "auto").strip().lower()
+        if pushdown not in PUSHDOWN_MODES:
+            raise InvalidOptionError("filterPushdown", f"expected one of {', '.join(PUSHDOWN_MODES)}, got {pushdown!r}")
+        partition_filter = opts.get("partitionFilter")
+        if partition_filter is not None and not partition_filter.strip():
+            raise InvalidOptionError("partitionFilter", "is empty")
         write_ids = None
         if "validWriteIds" in opts:
             write_ids = ValidWriteIdList.parse(opts["validWriteIds"], option="validWriteIds")
@@ -93,6 +104,8 @@ class ReadOptions:
             include_row_id=parse_bool("includeRowId", opts.get("includeRowId", "false")),
             table_type=table_type,
             max_split_bytes=parse_size("maxSplitBytes", opts.get("maxSplitBytes", str(DEFAULT_MAX_SPLIT_BYTES))),
+            partition_filter=partition_filter,
+            filter_pushdown=pushdown,
             storage_options=tuple(sorted(
                 (k[len(STORAGE_OPTION_PREFIX):], v) for k, v in opts.items()
                 if k.lower().startswith(STORAGE_OPTION_PREFIX)

@@ -105,7 +105,11 @@ class TableScan:
     def plan(self, output_schema: pa.Schema, predicates: list[Predicate] = ()) -> tuple[ReadContext, list[BucketSplit]]:
         part_fields = self.partition_fields(output_schema)
         part_names = [f.name.lower() for f in part_fields]
-        part_preds = [p for p in predicates if p.top_column in part_names]
+        part_preds = [p for p in predicates if p.columns <= set(part_names)]
+        if self.options.partition_filter:
+            from ..partition_filter import parse_partition_filter
+
+            part_preds.append(parse_partition_filter(self.options.partition_filter, part_fields))
         data_preds = tuple(p for p in predicates if p.top_column is not None and p.top_column not in part_names)
         ctx = ReadContext(
             storage=self.storage,

@@ -1,0 +1,111 @@
+"""Bad input gets a clear, typed error naming the path or option - never an empty result."""
+
+import pytest
+from core_read import read_rows
+from hivegen import HiveTable, delta_name
+
+from acid_source.errors import (
+    AcidError,
+    CorruptFileError,
+    InvalidOptionError,
+    InvalidSnapshotError,
+    NotAnAcidTableError,
+    SchemaError,
+    TableNotFoundError,
+)
+
+COLS = [("id", "int"), ("name", "string")]
+
+
+def table(tmp_path):
+    t = HiveTable(tmp_path / "t", COLS)
+    t.insert(1, {0: [(1, "a"), (2, "b")]})
+    return t
+
+
+def test_missing_path(tmp_path):
+    with pytest.raises(TableNotFoundError, match="does-not-exist") as info:
+        read_rows(tmp_path / "does-not-exist")
+    assert isinstance(info.value, FileNotFoundError) and isinstance(info.value, AcidError)
+
+
+def test_plain_orc_directory_is_not_an_acid_table(tmp_path):
+    HiveTable(tmp_path / "plain", COLS).write_plain(tmp_path / "plain" / "part-0.orc", [(1, "a")])
+    with pytest.raises(NotAnAcidTableError, match="tableType=full"):
+        read_rows(tmp_path / "plain")
+
+
+def test_a_file_is_not_a_table(tmp_path):
+    f = tmp_path / "file.orc"
+    f.write_bytes(b"ORC")
+    with pytest.raises(NotAnAcidTableError, match="file.orc"):
+        read_rows(f)
+
+
+def test_corrupt_data_file(tmp_path):
+    t = table(tmp_path)
+    bad = t.root / delta_name(2, 2, 0) / "bucket_00000"
+    bad.parent.mkdir()
+    bad.write_bytes(b"this is not an ORC file at all" * 10)
+    with pytest.raises(CorruptFileError, match="delta_0000002_0000002_0000/bucket_00000"):
+        read_rows(t.root, validWriteIds="default.t:2:9223372036854775807::")
+
+
+def test_truncated_data_file(tmp_path):
+    t = table(tmp_path)
+    t.insert(2, {0: [(i, "x" * 50) for i in range(2000)]})
+    victim = t.root / delta_name(2, 2, 0) / "bucket_00000"
+    victim.write_bytes(victim.read_bytes()[: victim.stat().st_size // 2])
+    with pytest.raises(CorruptFileError, match=str(victim)):
+        read_rows(t.root)
+
+
+def test_delete_events_in_the_wrong_bucket_file(tmp_path):
+    from hivegen import DELETE, Event, bucket_property
+
+    t = HiveTable(tmp_path / "t", COLS)
+    t.insert(1, {0: [(1, "a")], 1: [(2, "b")]})
+    # a delete of bucket 0's row, written into bucket 1's file
+    d = t.dir(delta_name(2, 2, 0, delete=True))
+    t.write_events(d / "bucket_00001", [Event(DELETE, 1, bucket_property(0), 0, 2, None)])
+    with pytest.raises(CorruptFileError, match="different bucket ids"):
+        read_rows(t.root)
+
+
+def test_unknown_option_names_it(tmp_path):
+    with pytest.raises(InvalidOptionError, match="'validWriteId'") as info:
+        read_rows(table(tmp_path).root, validWriteId="x")
+    assert "validWriteIds" in str(info.value)  # the message lists what is valid
+
+
+@pytest.mark.parametrize("option, value", [("includeRowId", "maybe"), ("maxSplitBytes", "lots"),
+                                           ("maxSplitBytes", "0"), ("tableType", "delta")])
+def test_malformed_option_values(tmp_path, option, value):
+    with pytest.raises(InvalidOptionError, match=option):
+        read_rows(table(tmp_path).root, **{option: value})
+
+
+def test_unparsable_write_id_list(tmp_path):
+    with pytest.raises(InvalidSnapshotError, match="validWriteIds"):
+        read_rows(table(tmp_path).root, validWriteIds="default.t:ten")
+
+
+def test_row_id_on_insert_only_table(tmp_path):
+    t = HiveTable(tmp_path / "mm", COLS)
+    t.write_plain(t.dir(delta_name(1, 1, 0)) / "000000_0", [(1, "a")])
+    with pytest.raises(InvalidOptionError, match="insert-only"):
+        read_rows(t.root, includeRowId="true")
+
+
+def test_empty_table_without_schema(tmp_path):
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(SchemaError, match="schema"):
+        read_rows(tmp_path / "empty")
+
+
+def test_errors_leave_files_untouched(tmp_path):
+    t = table(tmp_path)
+    before = {p: p.read_bytes() for p in t.root.rglob("*") if p.is_file()}
+    with pytest.raises(AcidError):
+        read_rows(t.root, validWriteIds="garbage")
+    assert {p: p.read_bytes() for p in t.root.rglob("*") if p.is_file()} == before
