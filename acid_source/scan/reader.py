@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 from ..errors import CorruptFileError
 from ..filters import stripe_may_match
 from ..layout import bucket_codec
-from ..layout.writeids import ValidWriteIdList
+from ..layout.writeids import RangeResponse, ValidWriteIdList
 from ..merge import KeySet, choose_winners, key_arrays, valid_write_id_mask
 from ..orc.files import OP_DELETE, OrcFile
 from .discovery import INSERT_ONLY
@@ -94,9 +94,17 @@ class SplitReader:
             if f.num_rows == 0:
                 continue
             if f.is_acid:
-                yield from self._acid_rows(f, s, deletes)
+                yield from self._acid_rows(f, s, deletes, check_valid=not self._all_valid(s))
             else:
                 yield from self._original_rows(f, s, deletes)
+
+    def _all_valid(self, s: FileSlice) -> bool:
+        """Can every event of this file be seen without checking? A chosen base holds only
+        committed events; so does a delta whose whole write-id range is valid."""
+        if s.dir_kind == "base":
+            return True
+        return s.dir_kind == "delta" and self.write_ids.is_write_id_range_valid(
+            s.min_write_id, s.max_write_id) is RangeResponse.ALL
 
     def _acid_rows(self, f: OrcFile, s: FileSlice, hidden: KeySet, check_valid: bool = True):
         for i in self._stripes(f, s):
