@@ -55,8 +55,8 @@ class Storage:
     def is_local(self) -> bool:
         return isinstance(self.fs, LocalFileSystem)
 
-    def join(self, *parts: str) -> str:
-        return "/".join([p.rstrip("/") for p in parts[:-1]] + [parts[-1]])
+    def join(self, directory: str, name: str) -> str:
+        return f"{directory.rstrip('/')}/{name}"
 
     def exists(self, path: str) -> bool:
         return self.fs.exists(path)
@@ -88,9 +88,6 @@ class Storage:
         if length is not None:
             raw = _PrefixFile(raw, length)
         return pa.PythonFile(raw, mode="r")
-
-    def local_path(self, path: str) -> str | None:
-        return path if self.is_local else None
 
 
 class _PrefixFile(io.RawIOBase):

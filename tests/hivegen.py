@@ -10,7 +10,6 @@ tests compare two implementations, not one with itself.
 from __future__ import annotations
 
 import io
-import os
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -201,15 +200,3 @@ class HiveTable:
             base = base / subdir
         return self.write_plain(base / name, rows)
 
-
-def empty_dir(path: Path) -> Path:
-    path.mkdir(parents=True, exist_ok=True)
-    return path
-
-
-def list_tree(root: Path) -> list[str]:
-    return sorted(str(p.relative_to(root)) for p in Path(root).rglob("*") if p.is_file())
-
-
-def remove(path: Path) -> None:
-    os.remove(path)

@@ -37,19 +37,14 @@ class AcidState:
     def insert_deltas(self) -> list[AcidDir]:
         return [d for d in self.deltas if not d.parsed.is_delete]
 
-    @property
-    def delete_deltas(self) -> list[AcidDir]:
-        return [d for d in self.deltas if d.parsed.is_delete]
 
 
-def _is_compacted_base(storage: Storage, base: AcidDir, children: dict[str, list[FileEntry]] | None) -> bool:
+def _is_compacted_base(storage: Storage, base: AcidDir) -> bool:
+    """Compactor output (vs. INSERT OVERWRITE): a ``_vN`` suffix, or, from pre-Hive-4
+    compactors, ``_metadata_acid`` saying ``compacted``."""
     if base.parsed.visibility_txn_id > 0:
         return True
     meta_path = storage.join(base.path, METADATA_FILE)
-    if children is not None:
-        listed = children.get(base.path)
-        if listed is not None and not any(e.name == METADATA_FILE for e in listed):
-            return False
     if not storage.exists(meta_path):
         return False
     try:
@@ -108,7 +103,7 @@ def get_acid_state(
     best = _choose_base(storage, bases, write_ids, obsolete, aborted)
     if best is None:
         oldest = min(bases, key=lambda b: b.parsed.write_id, default=None)
-        if oldest is not None and _is_compacted_base(storage, oldest, None):
+        if oldest is not None and _is_compacted_base(storage, oldest):
             raise NotEnoughHistoryError(partition_dir, oldest.parsed.name, str(write_ids))
 
     if best is not None:
@@ -129,7 +124,7 @@ def _choose_base(storage, bases, write_ids, obsolete, aborted) -> AcidDir | None
     best_compacted = False
     for base in sorted(bases, key=lambda b: b.path):
         wid = base.parsed.write_id
-        compacted = _is_compacted_base(storage, base, None)
+        compacted = _is_compacted_base(storage, base)
         if not compacted and write_ids.is_write_id_aborted(wid):
             aborted.append(base.path)
             continue

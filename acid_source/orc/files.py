@@ -179,6 +179,3 @@ class OrcFile:
             return dict(self._pyorc.read_stripe(index)[column_id].statistics)
         except Exception:
             return None
-
-    def orc_type_string(self) -> str:
-        return str(self._pyorc.schema)
