@@ -142,7 +142,12 @@ class SplitReader:
                 keys = (np.full(n, write_id, dtype=np.int64), np.full(n, bucket, dtype=np.int32),
                         np.arange(offset + first, offset + first + n, dtype=np.int64))
                 if len(hidden):
-                    mask = ~hidden.contains(*keys)
+                    gone = hidden.contains(*keys)
+                    if write_id == 0:
+                        # Hive 1/2 keyed pre-ACID rows by the plain bucket number (BucketCodec V0),
+                        # Hive 3 by the V1 value: both name the same row.
+                        gone |= hidden.contains(keys[0], np.full(n, s.bucket_id, dtype=np.int32), keys[2])
+                    mask = ~gone
             yield from self._emit(batch, f, keys, mask)
 
     def _original_offset(self, s: FileSlice) -> int:

@@ -82,6 +82,15 @@ def test_original_files_get_hive_synthetic_row_ids(tmp_path):
     assert sorted((r["id"], tuple(r["ROW__ID"].values())) for r in rows) == [(1, (0, B0, 0)), (2, (0, B0, 1))]
 
 
+def test_deletes_of_original_rows_by_hive2_keys(tmp_path):
+    """Hive 2.x wrote the plain bucket number (V0) into ROW__IDs of pre-ACID rows."""
+    t = HiveTable(tmp_path, COLS)
+    t.original("000000_0", [(1, "a"), (2, "b"), (3, "c")])
+    t.delete(1, [(0, 0, 1)])  # Hive 2.3 style
+    t.delete(2, [(0, B0, 2)])  # Hive 3 style
+    assert data(read_rows(tmp_path), "id") == [(1,)]
+
+
 def test_copy_files_order_lexicographically(tmp_path):
     t = HiveTable(tmp_path, COLS)
     t.original("000000_0", [(0, "x")])
