@@ -145,3 +145,12 @@ def test_errors_reach_the_user_with_their_message(spark, tmp_path):
         spark.read.format("acidorc").option("validWriteIds", "x:y").load(str(t.root)).collect()
     with pytest.raises(Exception, match="unknown option"):
         spark.read.format("acidorc").option("bogus", "1").load(str(t.root)).collect()
+
+
+def test_timestamps_beyond_the_nanosecond_range(spark, tmp_path):
+    utc = dt.timezone.utc
+    extremes = [dt.datetime(1, 1, 2, tzinfo=utc), dt.datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=utc)]
+    t = HiveTable(tmp_path / "ts", [("id", "int"), ("ts", "timestamp")])
+    t.insert(1, {0: [(i, v) for i, v in enumerate(extremes)]})
+    rows = spark.read.format("acidorc").load(str(t.root)).orderBy("id").collect()
+    assert [r.ts for r in rows] == [v.replace(tzinfo=None) for v in extremes]

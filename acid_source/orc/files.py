@@ -6,6 +6,7 @@ Every failure of the underlying libraries becomes a :class:`CorruptFileError` na
 
 from __future__ import annotations
 
+import datetime as dt
 import struct
 from dataclasses import dataclass
 from functools import cached_property
@@ -34,6 +35,62 @@ class StripeInfo:
     length: int
     rows: int
     first_row: int
+
+
+class _MicrosecondConverter:
+    """pyorc converter: ORC timestamps as integer microseconds since the epoch."""
+
+    @staticmethod
+    def from_orc(seconds: int, nanoseconds: int, timezone) -> int:
+        return seconds * 1_000_000 + nanoseconds // 1000
+
+    @staticmethod
+    def to_orc(value, timezone):
+        raise NotImplementedError("read-only converter")
+
+
+_NANOS_MIN = dt.datetime(1677, 9, 22, tzinfo=dt.timezone.utc)
+_NANOS_MAX = dt.datetime(2262, 4, 11, tzinfo=dt.timezone.utc)
+
+
+def _has_timestamp(t: pa.DataType) -> bool:
+    if pa.types.is_timestamp(t):
+        return True
+    if pa.types.is_struct(t):
+        return any(_has_timestamp(f.type) for f in t)
+    if pa.types.is_map(t):
+        return _has_timestamp(t.key_type) or _has_timestamp(t.item_type)
+    if pa.types.is_list(t):
+        return _has_timestamp(t.value_type)
+    return False
+
+
+def _timestamp_column_ids(node) -> list[int]:
+    """ORC column ids of every timestamp column in a pyorc type tree."""
+    import pyorc
+
+    if node.kind in (pyorc.TypeKind.TIMESTAMP, pyorc.TypeKind.TIMESTAMP_INSTANT):
+        return [node.column_id]
+    children = list((getattr(node, "fields", None) or {}).values())
+    children += [getattr(node, a) for a in ("type", "key", "value") if getattr(node, a, None) is not None]
+    return [cid for child in children for cid in _timestamp_column_ids(child)]
+
+
+def with_microsecond_timestamps(schema: pa.Schema) -> pa.Schema:
+    """The schema with every timestamp at microsecond precision, as Spark and Hive hold them."""
+
+    def convert(t: pa.DataType) -> pa.DataType:
+        if pa.types.is_timestamp(t):
+            return pa.timestamp("us", t.tz)
+        if pa.types.is_struct(t):
+            return pa.struct([f.with_type(convert(f.type)) for f in t])
+        if pa.types.is_map(t):
+            return pa.map_(convert(t.key_type), convert(t.item_type))
+        if pa.types.is_list(t):
+            return pa.list_(t.value_field.with_type(convert(t.value_type)))
+        return t
+
+    return pa.schema([f.with_type(convert(f.type)) for f in schema])
 
 
 def parse_key_index(text: str) -> list[Key]:
@@ -134,10 +191,54 @@ class OrcFile:
         return ins, upd, dels
 
     def read_stripe(self, index: int, columns: list[str] | None = None) -> pa.RecordBatch:
+        if self.has_timestamps_beyond_nanoseconds:
+            return self._read_stripe_with_micros(index, columns)
         try:
             return self._orc.read_stripe(index, columns=columns)
         except (pa.ArrowException, OSError, ValueError) as exc:
             self._fail(exc, f"stripe {index} is unreadable")
+
+    @cached_property
+    def has_timestamps_beyond_nanoseconds(self) -> bool:
+        """pyarrow's ORC reader turns timestamps into int64 nanoseconds and silently wraps
+        values outside 1677-09-22..2262-04-11, while Hive and Spark allow years 0001-9999. The
+        file statistics tell whether a file holds such values (or cannot prove it does not)."""
+        if not any(_has_timestamp(f.type) for f in self.schema):
+            return False
+        reader = self._pyorc
+        for column in _timestamp_column_ids(reader.schema):
+            try:
+                stats = reader[column].statistics
+            except Exception:
+                return True
+            if stats.get("number_of_values") == 0:
+                continue
+            low, high = stats.get("minimum"), stats.get("maximum")
+            if low is None or high is None or low < _NANOS_MIN or high > _NANOS_MAX:
+                return True
+        return False
+
+    def _read_stripe_with_micros(self, index: int, columns: list[str] | None) -> pa.RecordBatch:
+        """Decode a stripe with pyorc, timestamps as microseconds: row by row, so only for
+        files whose timestamps pyarrow cannot represent."""
+        import pyorc
+
+        schema = with_microsecond_timestamps(self.schema)
+        if columns is not None:
+            schema = pa.schema([schema.field(c) for c in columns])
+        try:
+            reader = pyorc.Reader(
+                self.storage.open_input(self.path, self.length),
+                column_names=tuple(schema.names) if columns is not None else None,
+                struct_repr=pyorc.StructRepr.DICT,
+                converters={pyorc.TypeKind.TIMESTAMP: _MicrosecondConverter,
+                            pyorc.TypeKind.TIMESTAMP_INSTANT: _MicrosecondConverter},
+            )
+            rows = reader.read_stripe(index).read()
+        except Exception as exc:
+            self._fail(exc, f"stripe {index} is unreadable")
+        arrays = [pa.array([row[f.name] for row in rows], type=f.type) for f in schema]
+        return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
     # --- stripe geometry and statistics (pyorc) ---------------------------------------------
     @cached_property

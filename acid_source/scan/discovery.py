@@ -13,7 +13,7 @@ from ..layout.acid_state import AcidState, get_acid_state
 from ..layout.names import ACID_VERSION_FILE, is_flush_length_file, is_hidden, parse_dir_name
 from ..layout.partitions import parse_partition_segment
 from ..layout.writeids import ValidTxnList, ValidWriteIdList
-from ..orc.files import OrcFile
+from ..orc.files import OrcFile, with_microsecond_timestamps
 from ..storage import FileEntry, Storage
 
 FULL_ACID = "full"
@@ -138,8 +138,8 @@ def infer_data_schema(layout: TableLayout, write_ids, txns) -> pa.Schema:
             row_type = schema.field(5).type
             if not pa.types.is_struct(row_type):
                 raise SchemaError(f"{f.path}: the ACID 'row' column is {row_type}, not a struct")
-            return pa.schema([row_type.field(i) for i in range(row_type.num_fields)])
-        return pa.schema([schema.field(i) for i in range(len(schema))])
+            return with_microsecond_timestamps(pa.schema(list(row_type)))
+        return with_microsecond_timestamps(schema)
     raise SchemaError(
         f"{layout.storage.url}: the table has no data files to infer a schema from; "
         "pass one with .schema(...)"

@@ -561,11 +561,6 @@ def test_all_column_types(hive, typed):
     assert_same(hive, typed, Snapshot(1))
 
 
-@pytest.mark.xfail(strict=True, raises=CorruptFileError, reason=(
-    "acidorc bug: acid_source/orc/files.py OrcFile.read_stripe reads through pyarrow's ORC "
-    "adapter, which converts every ORC timestamp to timestamp[ns] and raises ArrowInvalid "
-    "'out of range for nanosecond resolution' outside 1677-09-21..2262-04-11; acidorc reports "
-    "the valid file as corrupt while Hive 2.3 reads it"))
 def test_timestamps_outside_the_nanosecond_range(hive, tmp_path):
     """Hive timestamps span years 0001..9999 (Spark's too, at microsecond precision); Hive 2.3
     reads all of these, including pre-Gregorian ones (1500-03-01).  (Not 9999-12-31
