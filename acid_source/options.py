@@ -25,7 +25,22 @@ READ_OPTIONS = {
     "maxSplitBytes": "a bucket larger than this is read by several tasks (e.g. 256m)",
     "partitionFilter": "SQL condition on partition columns; only matching partition directories are read",
     "filterPushdown": "auto | true | false: use filters Spark pushes down (auto: where Spark does it safely)",
+    "metastoreUrl": "the transaction store (SQLAlchemy URL); default: $ACIDORC_METASTORE_URL or ~/.acidorc",
 }
+
+WRITE_OPTIONS = {
+    "path": "table location (URL or local path)",
+    "metastoreUrl": READ_OPTIONS["metastoreUrl"],
+    "partition": "static partition to write, e.g. 'ds=2026-11-21/region=eu' (the data then lacks those columns)",
+    "partitionOverwriteMode": "static (overwrite replaces the whole table) | dynamic (only partitions in the data)",
+    "partitionColumns": "new table: comma-separated partition columns (taken from the data's columns)",
+    "bucketColumns": "new table: comma-separated bucketing columns",
+    "numBuckets": "new table: number of buckets (with bucketColumns)",
+    "tableType": "new table: full (default) | insert_only",
+    "compression": "new table: zlib (default) | snappy | zstd | lz4 | uncompressed",
+    "tableName": "new table: a name (db.table) to find it by",
+}
+COMPRESSIONS = ("zlib", "snappy", "zstd", "lz4", "uncompressed")
 PUSHDOWN_MODES = ("auto", "true", "false")
 
 _SIZE = re.compile(r"^\s*(\d+)\s*([kmgt]?)b?\s*$", re.IGNORECASE)
@@ -78,6 +93,7 @@ class ReadOptions:
     storage_options: tuple
     partition_filter: str | None = None
     filter_pushdown: str = "auto"
+    metastore_url: str | None = None
 
     @classmethod
     def parse(cls, options: dict) -> "ReadOptions":
@@ -106,6 +122,70 @@ class ReadOptions:
             max_split_bytes=parse_size("maxSplitBytes", opts.get("maxSplitBytes", str(DEFAULT_MAX_SPLIT_BYTES))),
             partition_filter=partition_filter,
             filter_pushdown=pushdown,
+            metastore_url=opts.get("metastoreUrl"),
+            storage_options=tuple(sorted(
+                (k[len(STORAGE_OPTION_PREFIX):], v) for k, v in opts.items()
+                if k.lower().startswith(STORAGE_OPTION_PREFIX)
+            )),
+        )
+
+
+def _csv(value: str | None) -> tuple[str, ...]:
+    return tuple(c.strip() for c in (value or "").split(",") if c.strip())
+
+
+@dataclass(frozen=True)
+class WriteOptions:
+    path: str
+    metastore_url: str | None
+    static_partition: str | None
+    dynamic_overwrite: bool
+    partition_columns: tuple[str, ...]
+    bucket_columns: tuple[str, ...]
+    num_buckets: int
+    insert_only: bool
+    compression: str
+    table_name: str | None
+    storage_options: tuple
+
+    @classmethod
+    def parse(cls, options: dict) -> "WriteOptions":
+        opts = _canonical(dict(options), WRITE_OPTIONS)
+        path = opts.get("path")
+        if not path or not str(path).strip():
+            raise InvalidOptionError("path", "the table location is required: .save(path) or .option('path', ...)")
+        mode = opts.get("partitionOverwriteMode", "static").strip().lower()
+        if mode not in ("static", "dynamic"):
+            raise InvalidOptionError("partitionOverwriteMode", f"expected static or dynamic, got {mode!r}")
+        table_type = opts.get("tableType", "full").strip().lower()
+        if table_type not in ("full", "insert_only"):
+            raise InvalidOptionError("tableType", f"expected full or insert_only, got {table_type!r}")
+        compression = opts.get("compression", "zlib").strip().lower()
+        if compression not in COMPRESSIONS:
+            raise InvalidOptionError("compression", f"expected one of {', '.join(COMPRESSIONS)}, got {compression!r}")
+        bucket_columns = _csv(opts.get("bucketColumns"))
+        num_buckets = 0
+        if "numBuckets" in opts:
+            try:
+                num_buckets = int(opts["numBuckets"])
+            except ValueError:
+                raise InvalidOptionError("numBuckets", f"expected a positive integer, got {opts['numBuckets']!r}") from None
+            if not 1 <= num_buckets <= 4096:
+                raise InvalidOptionError("numBuckets", "must be between 1 and 4096")
+        if bool(bucket_columns) != bool(num_buckets):
+            raise InvalidOptionError("numBuckets" if bucket_columns else "bucketColumns",
+                                     "bucketColumns and numBuckets go together")
+        return cls(
+            path=str(path).strip(),
+            metastore_url=opts.get("metastoreUrl"),
+            static_partition=opts.get("partition"),
+            dynamic_overwrite=mode == "dynamic",
+            partition_columns=_csv(opts.get("partitionColumns")),
+            bucket_columns=bucket_columns,
+            num_buckets=num_buckets,
+            insert_only=table_type == "insert_only",
+            compression=compression,
+            table_name=opts.get("tableName"),
             storage_options=tuple(sorted(
                 (k[len(STORAGE_OPTION_PREFIX):], v) for k, v in opts.items()
                 if k.lower().startswith(STORAGE_OPTION_PREFIX)

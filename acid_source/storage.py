@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import os
+import shutil
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -76,6 +77,26 @@ class Storage:
     def read_bytes(self, path: str) -> bytes:
         with self.fs.open(path, "rb") as f:
             return f.read()
+
+    def make_dirs(self, path: str) -> None:
+        self.fs.makedirs(path, exist_ok=True)
+
+    def write_if_absent(self, path: str, data: bytes) -> None:
+        if not self.fs.exists(path):
+            with self.fs.open(path, "wb") as f:
+                f.write(data)
+
+    def put_file(self, local_path: str, path: str) -> None:
+        """Move a finished local file to ``path`` (a rename where possible). Partial copies are
+        harmless: files of a write id are invisible until the metastore commits it."""
+        if self.is_local:
+            shutil.move(local_path, path)
+        else:
+            self.fs.put_file(local_path, path)
+
+    def remove(self, path: str, recursive: bool = False) -> None:
+        if self.fs.exists(path):
+            self.fs.rm(path, recursive=recursive)
 
     def open_input(self, path: str, length: int | None = None):
         """A pyarrow random-access file; ``length`` limits it to a prefix (``_flush_length``)."""

@@ -157,13 +157,15 @@ class WrittenFile:
 
 class InsertFileWriter:
     """One ``bucket_N`` file of insert events of write id ``write_id`` (operation 0,
-    sequential row ids from 0), written to a local path; call :meth:`close` to finish it."""
+    sequential row ids from 0), written to a local path; call :meth:`close` to finish it.
+    With ``plain=True`` the rows are written as they are (insert-only tables)."""
 
     def __init__(self, path: str, row_schema: pa.Schema, write_id: int, bucket_property: int,
-                 compression: str = "zlib", stripe_size: int = DELTA_STRIPE_SIZE):
+                 compression: str = "zlib", stripe_size: int = DELTA_STRIPE_SIZE, plain: bool = False):
         self.path = path
+        self.plain = plain
         self.row_type = pa.struct(list(row_schema))
-        self.schema = acid_schema(self.row_type)
+        self.schema = row_schema if plain else acid_schema(self.row_type)
         self.write_id = write_id
         self.bucket_property = bucket_property
         self.rows = 0
@@ -172,6 +174,10 @@ class InsertFileWriter:
     def write(self, batch: pa.RecordBatch) -> None:
         n = batch.num_rows
         if n == 0:
+            return
+        if self.plain:
+            self._writer.write(pa.Table.from_batches([batch]))
+            self.rows += n
             return
         row = pa.StructArray.from_arrays(batch.columns, fields=list(self.row_type))
         events = pa.RecordBatch.from_arrays([
@@ -187,6 +193,8 @@ class InsertFileWriter:
 
     def close(self) -> WrittenFile:
         self._writer.close()
+        if self.plain:
+            return WrittenFile(self.path, self.rows, os.path.getsize(self.path))
         stripe_rows = _stripe_row_counts(self.path)
         last_ids = np.cumsum(stripe_rows) - 1
         keys = [(self.write_id, self.bucket_property, int(r)) for r in last_ids]

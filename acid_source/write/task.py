@@ -1,0 +1,190 @@
+"""One write task: route incoming Arrow batches to partition directories and bucket files of
+the new ``delta_W_W_S`` / ``base_W`` directories, and report what it wrote.
+
+File naming (HIVE_ACID_FORMAT.md 6.3, 10): in an unbucketed table the number in ``bucket_N``
+is the writer (task) id; a bucketed table routes each row to its hash bucket N, and since
+several tasks may hold rows of one bucket, each task writes its own statement directory
+``delta_W_W_<task>`` so that no two tasks write the same file and row ids stay unique per
+(write id, bucket property).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import uuid
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+from ..errors import SchemaError
+from ..layout import bucket_codec
+from ..layout.names import ACID_VERSION_FILE, base_dir_name, bucket_file_name, delta_dir_name
+from ..orc.writer import DELTA_STRIPE_SIZE, InsertFileWriter
+from ..storage import Storage
+from .rows import group_rows, partition_path
+
+
+@dataclass(frozen=True)
+class WritePlan:
+    """Everything a task needs, decided once on the driver (picklable, no live clients)."""
+
+    storage: Storage
+    data_schema: pa.Schema  # the table's non-partition columns, in table order
+    partition_columns: tuple[str, ...]
+    static_partition: tuple = ()  # ((column, value), ...) from the 'partition' option
+    bucket_columns: tuple[str, ...] = ()
+    num_buckets: int = 0
+    bucketing_version: int = 2
+    insert_only: bool = False
+    compression: str = "zlib"
+    write_id: int = 0
+    overwrite: bool = False
+    stripe_size: int = DELTA_STRIPE_SIZE
+
+    @property
+    def bucketed(self) -> bool:
+        return self.num_buckets > 0 and bool(self.bucket_columns)
+
+    def dir_name(self, task_id: int) -> str:
+        statement = self.statement_id(task_id)
+        if self.overwrite:
+            return base_dir_name(self.write_id)
+        return delta_dir_name(self.write_id, self.write_id, statement)
+
+    def statement_id(self, task_id: int) -> int:
+        if self.bucketed:
+            return task_id
+        return task_id // (bucket_codec.MAX_WRITER_ID + 1)  # more than 4096 writers: Hive 4's overflow
+
+    def writer_id(self, task_id: int, bucket: int) -> int:
+        return bucket if self.bucketed else task_id % (bucket_codec.MAX_WRITER_ID + 1)
+
+
+@dataclass
+class WrittenFile:
+    partition: str  # "" or "col=value/..."
+    path: str  # full path
+    rows: int
+
+
+@dataclass
+class TaskResult:
+    task_id: int
+    files: list[WrittenFile] = field(default_factory=list)
+    directories: list[str] = field(default_factory=list)
+
+    @property
+    def rows(self) -> int:
+        return sum(f.rows for f in self.files)
+
+
+class TaskWriter:
+    def __init__(self, plan: WritePlan, task_id: int):
+        if plan.bucketed and task_id > bucket_codec.MAX_STATEMENT_ID:
+            raise SchemaError(f"a bucketed write supports at most {bucket_codec.MAX_STATEMENT_ID + 1} tasks; "
+                              "coalesce the DataFrame first")
+        self.plan = plan
+        self.task_id = task_id
+        self.result = TaskResult(task_id)
+        self._writers: dict[tuple[str, int], tuple[InsertFileWriter, str, str]] = {}
+        self._tmp = tempfile.mkdtemp(prefix="acidorc-task-")
+        self._names = {f.name.lower(): f for f in plan.data_schema}
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        if batch.num_rows == 0:
+            return
+        data = self._data_columns(batch)
+        part_keys = [] if self.plan.static_partition else [self._column(batch, c) for c in self.plan.partition_columns]
+        for part_values, rows in group_rows(data if not part_keys else _with_keys(data, part_keys), part_keys):
+            rows = rows.select(list(range(len(self.plan.data_schema))))
+            if self.plan.static_partition:
+                part_values = tuple(v for _, v in self.plan.static_partition)
+            part = partition_path(list(self.plan.partition_columns), part_values) if self.plan.partition_columns else ""
+            if self.plan.bucketed:
+                from ..layout.bucketing import bucket_ids
+
+                ids = bucket_ids([rows.column(rows.schema.get_field_index(c)) for c in self._bucket_names()],
+                                 self.plan.num_buckets, self.plan.bucketing_version)
+                for (bucket,), bucket_rows in group_rows(rows, [pa.array(ids)]):
+                    self._writer(part, int(bucket)).write(bucket_rows)
+            else:
+                self._writer(part, 0).write(rows)
+
+    def close(self) -> TaskResult:
+        try:
+            for (part, _), (writer, tmp_path, final_path) in self._writers.items():
+                info = writer.close()
+                self.plan.storage.put_file(tmp_path, final_path)
+                self.result.files.append(WrittenFile(part, final_path, info.rows))
+        finally:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+        return self.result
+
+    def abort(self) -> None:
+        for writer, _, _ in self._writers.values():
+            try:
+                writer.close()
+            except Exception:  # the task is failing anyway; the original error is what matters
+                pass
+        shutil.rmtree(self._tmp, ignore_errors=True)
+
+    # --- helpers -----------------------------------------------------------------------------
+    def _bucket_names(self) -> list[str]:
+        return [self._names[c.lower()].name for c in self.plan.bucket_columns]
+
+    def _column(self, batch: pa.RecordBatch, name: str) -> pa.Array:
+        idx = _field_index(batch.schema, name)
+        if idx < 0:
+            raise SchemaError(f"the data has no column {name!r}")
+        return batch.column(idx)
+
+    def _data_columns(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        arrays = []
+        for f in self.plan.data_schema:
+            arr = self._column(batch, f.name)
+            if arr.type != f.type:
+                arr = arr.cast(f.type)
+            arrays.append(arr)
+        return pa.RecordBatch.from_arrays(arrays, schema=self.plan.data_schema)
+
+    def _writer(self, part: str, bucket: int) -> InsertFileWriter:
+        key = (part, bucket)
+        entry = self._writers.get(key)
+        if entry is None:
+            storage = self.plan.storage
+            directory = storage.join(storage.root, part) if part else storage.root
+            directory = storage.join(directory, self.plan.dir_name(self.task_id))
+            writer_id = self.plan.writer_id(self.task_id, bucket)
+            if self.plan.insert_only:
+                name = f"{writer_id:06d}_0"
+            else:
+                name = bucket_file_name(writer_id)
+            final_path = storage.join(directory, name)
+            storage.make_dirs(directory)
+            if not self.plan.insert_only:
+                storage.write_if_absent(storage.join(directory, ACID_VERSION_FILE), b"2")
+            self.result.directories.append(directory)
+            tmp_path = os.path.join(self._tmp, f"{uuid.uuid4().hex}.orc")
+            prop = bucket_codec.encode_v1(writer_id, self.plan.statement_id(self.task_id))
+            writer = InsertFileWriter(tmp_path, self.plan.data_schema, self.plan.write_id, prop,
+                                      compression=self.plan.compression, stripe_size=self.plan.stripe_size,
+                                      plain=self.plan.insert_only)
+            entry = self._writers[key] = (writer, tmp_path, final_path)
+        return entry[0]
+
+
+def _field_index(schema: pa.Schema, name: str) -> int:
+    idx = schema.get_field_index(name)
+    if idx >= 0:
+        return idx
+    lowered = [n.lower() for n in schema.names]
+    return lowered.index(name.lower()) if name.lower() in lowered else -1
+
+
+def _with_keys(data: pa.RecordBatch, keys: list[pa.Array]) -> pa.RecordBatch:
+    """Data columns plus the partition keys (dropped again after grouping)."""
+    return pa.RecordBatch.from_arrays(list(data.columns) + keys,
+                                      names=list(data.schema.names) + [f"__key{i}" for i in range(len(keys))])
+
