@@ -91,6 +91,13 @@ class KeySet:
                 continue
             rows = self._rows[seg[0]:seg[1]]
             probe = r[start:end]
+            first, last = int(probe[0]), int(probe[-1])
+            if last - first == len(probe) - 1 and np.all(np.diff(probe) == 1):
+                # the usual case: consecutive row ids; mark the deleted ones directly
+                lo = np.searchsorted(rows, first, side="left")
+                hi = np.searchsorted(rows, last, side="right")
+                hit[start + (rows[lo:hi] - first)] = True
+                continue
             idx = np.searchsorted(rows, probe)
             idx[idx >= len(rows)] = len(rows) - 1
             hit[start:end] = rows[idx] == probe
