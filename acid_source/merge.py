@@ -81,10 +81,18 @@ class KeySet:
         if n == 0 or not self._segments:
             return hit
         bounds = _runs(o, b)
-        if len(bounds) - 1 > _MAX_DIRECT_RUNS:
-            order = np.lexsort((b, o))
-            hit[order] = self.contains(o[order], b[order], r[order])
+        if len(bounds) - 1 <= _MAX_DIRECT_RUNS:
+            self._mark(o, b, r, bounds, hit)
             return hit
+        # many short runs (an unsorted probe): sort by (o, b) so each pair is one run
+        order = np.lexsort((b, o))
+        so, sb, sr = o[order], b[order], r[order]
+        sorted_hit = np.zeros(n, dtype=bool)
+        self._mark(so, sb, sr, _runs(so, sb), sorted_hit)
+        hit[order] = sorted_hit
+        return hit
+
+    def _mark(self, o, b, r, bounds, hit) -> None:
         for start, end in zip(bounds[:-1], bounds[1:]):
             seg = self._segments.get((int(o[start]), int(b[start])))
             if seg is None:
@@ -101,7 +109,6 @@ class KeySet:
             idx = np.searchsorted(rows, probe)
             idx[idx >= len(rows)] = len(rows) - 1
             hit[start:end] = rows[idx] == probe
-        return hit
 
 
 def choose_winners(events: pa.Table) -> pa.Table:
