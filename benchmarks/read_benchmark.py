@@ -1,0 +1,525 @@
+"""Read benchmark: a full scan of a 10M-row Hive ACID table through ``acidorc`` versus Spark's
+native ORC reader on the same visible rows stored as plain ORC.
+
+    python benchmarks/read_benchmark.py [--rows N] [--data-dir DIR] [--repeat K]
+
+See benchmarks/README.md for what is measured and how to read the table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import datetime as dt
+import json
+import math
+import os
+import platform
+import pstats
+import statistics
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import bench_table as bt  # noqa: E402
+
+import pyarrow as pa  # noqa: E402
+import pyarrow.compute as pc  # noqa: E402
+
+import acid_source  # noqa: E402
+from acid_source.options import ReadOptions  # noqa: E402
+from acid_source.orc.files import OrcFile  # noqa: E402
+from acid_source.scan.planner import TableScan  # noqa: E402
+from acid_source.scan.reader import ScanMetrics, read_split  # noqa: E402
+from acid_source.storage import Storage  # noqa: E402
+
+TARGET_RATIO = 1.5
+
+
+_T0 = time.perf_counter()
+
+
+def log(msg: str) -> None:
+    print(f"[{time.perf_counter() - _T0:6.1f}s] {msg}", flush=True)
+
+
+# --- core (no Spark) ---------------------------------------------------------------------------
+def core_scan(table: str, options: dict | None = None, profile: cProfile.Profile | None = None,
+              checksum: bool = True) -> dict:
+    """Plan and read every split in this process, with acidorc's ScanMetrics."""
+    opts = {"path": table, **(options or {})}
+    t0 = time.perf_counter()
+    scan = TableScan.open(ReadOptions.parse(opts))
+    ctx, splits = scan.plan(scan.infer_schema())
+    plan_s = time.perf_counter() - t0
+    metrics = ScanMetrics()
+    rows = sum_id = 0
+    t1 = time.perf_counter()
+    if profile:
+        profile.enable()
+    for split in splits:
+        for batch in read_split(split, ctx, metrics):
+            rows += batch.num_rows
+            if checksum:
+                sum_id += int(pc.sum(batch.column(0)).as_py() or 0)
+    if profile:
+        profile.disable()
+    read_s = time.perf_counter() - t1
+    return {
+        "options": options or {},
+        "splits": len(splits),
+        "sliced_splits": sum(s.sliced for s in splits),
+        "plan_seconds": round(plan_s, 3),
+        "read_seconds": round(read_s, 3),
+        "rows": rows,
+        "sum_id": sum_id,
+        "metrics": {k: getattr(metrics, k) for k in metrics.__dataclass_fields__},
+    }
+
+
+def auto_split_bytes(table: Path) -> int:
+    """The largest stripe of the base files, rounded up to a MiB: every base stripe becomes a
+    split of its own, the small delta files of a bucket share one."""
+    storage = Storage(str(table))
+    largest = 0
+    for f in sorted((table / bt.base_name(bt.BASE_WRITE_ID)).glob("bucket_*")):
+        largest = max([largest] + [s.length for s in OrcFile(storage, str(f)).stripes])
+    return max(1, math.ceil(largest / 2**20)) * 2**20
+
+
+# --- a pyarrow-ORC Python data source: the floor for any Python source --------------------------
+def _floor_source():
+    """``arrowfloor``: plain ORC files read with pyarrow in a Python data source, stripe by
+    stripe, sliced like acidorc's batches. No ACID logic at all, so (its time - native time) is
+    what Spark's Python data source path itself costs (worker, Arrow transfer, row conversion)."""
+    from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    spark_schema = from_arrow_schema(bt.ARROW_SCHEMA)  # captured by value: workers cannot import bt
+
+    class FilePartition(InputPartition):
+        def __init__(self, path):
+            super().__init__(path)
+            self.path = path
+
+    class FloorReader(DataSourceReader):
+        def __init__(self, path):
+            self.path = path
+
+        def partitions(self):
+            return [FilePartition(str(p)) for p in sorted(Path(self.path).glob("*.orc"))]
+
+        def read(self, partition):
+            import pyarrow.orc as po
+
+            f = po.ORCFile(partition.path)
+            for i in range(f.nstripes):
+                batch = f.read_stripe(i)
+                for off in range(0, batch.num_rows, 1 << 17):
+                    yield batch.slice(off, 1 << 17)
+
+    class FloorSource(DataSource):
+        @classmethod
+        def name(cls):
+            return "arrowfloor"
+
+        def schema(self):
+            return spark_schema
+
+        def reader(self, schema):
+            return FloorReader(self.options["path"])
+
+    return FloorSource
+
+
+# --- Spark ----------------------------------------------------------------------------------------
+def start_spark(driver_memory: str):
+    conf = {
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.shuffle.partitions": "2",
+        "spark.driver.memory": driver_memory,
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.warehouse.dir": str(HERE / "data" / "spark-warehouse"),
+    }
+    spark = acid_source.get_or_create_session(app_name="acidorc-read-benchmark", master="local[2]", conf=conf)
+    spark.sparkContext.setLogLevel("ERROR")
+    spark.dataSource.register(_floor_source())
+    return spark
+
+
+def fingerprint(df) -> dict:
+    """Row count, sum of ids and a sum of per-row hashes over all columns (decimal, no overflow)."""
+    from pyspark.sql import functions as F
+
+    row = df.agg(
+        F.count(F.lit(1)).alias("rows"),
+        F.sum("id").alias("sum_id"),
+        F.sum(F.xxhash64(*df.columns).cast("decimal(38,0)")).alias("hash"),
+    ).first()
+    return {"rows": int(row["rows"]), "sum_id": int(row["sum_id"] or 0), "hash": str(row["hash"])}
+
+
+class CpuMeter:
+    """CPU seconds used by Spark's JVM and by its Python workers (every process below the JVM:
+    pyspark daemons and the workers they fork), sampled from /proc every 0.1s while a query
+    runs. The daemons ignore SIGCHLD, so a finished worker's time never reaches any parent's
+    cutime: each worker is tracked by pid and counted up to its last sample. On a shared
+    machine CPU seconds are steadier than wall time, which the neighbours' load inflates."""
+
+    def __init__(self, jvm_pid: int | None):
+        self.jvm_pid = jvm_pid
+        self.hz = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+        self.available = jvm_pid is not None and Path(f"/proc/{jvm_pid}/stat").exists()
+
+    def _sample(self) -> tuple[int, dict[int, int]] | None:
+        own, children = {}, {}
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                text = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            fields = text[text.rindex(")") + 2:].split()
+            own[int(entry)] = int(fields[11]) + int(fields[12])  # utime + stime
+            children.setdefault(int(fields[1]), []).append(int(entry))
+        if self.jvm_pid not in own:
+            return None
+        below, stack = {}, list(children.get(self.jvm_pid, []))
+        while stack:
+            pid = stack.pop()
+            below[pid] = own[pid]
+            stack.extend(children.get(pid, []))
+        return own[self.jvm_pid], below
+
+    @staticmethod
+    def _machine_busy() -> int:
+        """Busy jiffies of the whole machine (all CPUs) from /proc/stat."""
+        fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+        return sum(fields) - fields[3] - (fields[4] if len(fields) > 4 else 0)  # minus idle, iowait
+
+    def measure(self, action):
+        """Run ``action()``; return (wall seconds, JVM CPU s, Python-worker CPU s, CPU s used by
+        other processes of the machine meanwhile - the neighbours' share)."""
+        import threading
+
+        first = self._sample() if self.available else None
+        if first is None:
+            t0 = time.perf_counter()
+            action()
+            return time.perf_counter() - t0, None, None, None
+        busy0, driver0 = self._machine_busy(), sum(os.times()[:2])
+        last = {"jvm": first[0], "py": dict(first[1])}
+        done = threading.Event()
+
+        def sampler():
+            while not done.wait(0.1):
+                snap = self._sample()
+                if snap:
+                    last["jvm"] = snap[0]
+                    last["py"].update(snap[1])
+
+        thread = threading.Thread(target=sampler, daemon=True)
+        thread.start()
+        t0 = time.perf_counter()
+        try:
+            action()
+        finally:
+            wall = time.perf_counter() - t0
+            done.set()
+            thread.join()
+        snap = self._sample()
+        if snap:
+            last["jvm"] = snap[0]
+            last["py"].update(snap[1])
+        jvm = (last["jvm"] - first[0]) / self.hz
+        python = sum(t - first[1].get(pid, 0) for pid, t in last["py"].items()) / self.hz
+        machine = (self._machine_busy() - busy0) / self.hz
+        others = max(0.0, machine - jvm - python - (sum(os.times()[:2]) - driver0))
+        return wall, jvm, python, others
+
+
+def timed_noop(df, meter: CpuMeter) -> tuple:
+    """Wall seconds of a noop write of ``df``; JVM, Python-worker and other processes' CPU seconds."""
+    return meter.measure(lambda: df.write.format("noop").mode("overwrite").save())
+
+
+def load_average() -> float | None:
+    try:
+        return float(Path("/proc/loadavg").read_text().split()[0])
+    except OSError:
+        return None
+
+
+# --- profiling ----------------------------------------------------------------------------------
+def _cumtime(stats: pstats.Stats, name: str, file_part: str, callers: tuple[str, ...] = ()) -> float:
+    """Cumulative seconds in function ``name`` (defined in a file containing ``file_part``);
+    with ``callers``, only the calls made by functions of those names."""
+    total = 0.0
+    for (file, _line, func), (_cc, _nc, _tt, ct, by_caller) in stats.stats.items():
+        if func != name or file_part not in file:
+            continue
+        if not callers:
+            total += ct
+            continue
+        for (_cf, _cl, caller), value in by_caller.items():
+            if caller in callers:
+                total += value[3]
+    return total
+
+
+def profile_core(table: str, out_dir: Path, stamp: str) -> dict:
+    """cProfile of the default plan's read_split, attributed to the reader's stages."""
+    prof = cProfile.Profile()
+    result = core_scan(table, profile=prof, checksum=False)
+    stats = pstats.Stats(prof)
+    total = sum(v[2] for v in stats.stats.values())
+    reader, merge, files = "scan/reader.py", "acid_source/merge.py", "acid_source/orc/files.py"
+    decode = _cumtime(stats, "read_stripe", files, ("_acid_rows", "_original_rows", "_insert_only"))
+    emit = _cumtime(stats, "_emit", reader)
+    columns = _cumtime(stats, "_columns_of", reader, ("_emit",))
+    output = _cumtime(stats, "_output", reader, ("_emit",))
+    stages = {
+        "ORC decode of insert stripes (pyarrow read_stripe, all 6 ACID columns)": decode,
+        "anti-join probe (KeySet.contains: searchsorted per stripe)": _cumtime(stats, "contains", merge, ("_acid_rows",)),
+        "hiding rows (_emit: RecordBatch.filter of the whole event batch, key masks)": emit - columns - output,
+        "delete events (read delete stripes, key ranges, KeySet sort)": _cumtime(stats, "_load_deletes", reader),
+        "write-id validity + key arrays (to_numpy)": _cumtime(stats, "valid_write_id_mask", merge, ("_acid_rows",))
+        + _cumtime(stats, "key_arrays", merge, ("_acid_rows",)),
+        "column extraction / casts (_columns_of)": columns,
+        "output batches (_output, 128k-row slices)": output,
+    }
+    stages["other (planning helpers, file opens, generators)"] = max(0.0, total - sum(stages.values()))
+    top = sorted(((tt, ct, nc, f"{Path(file).name}:{line}({func})" if line else func)
+                  for (file, line, func), (cc, nc, tt, ct, _) in stats.stats.items()), reverse=True)
+    prof_path = out_dir / f"read_{stamp}.prof"
+    prof.dump_stats(str(prof_path))
+    return {
+        "read_seconds_under_profiler": result["read_seconds"],
+        "profile_file": _rel(prof_path),
+        "stages": {k: round(v, 3) for k, v in stages.items()},
+        "total_seconds": round(total, 3),
+        "top_functions": [{"tottime": round(tt, 3), "cumtime": round(ct, 3), "calls": nc, "function": fn}
+                          for tt, ct, nc, fn in top[:15]],
+    }
+
+
+# --- main -------------------------------------------------------------------------------------------
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rows", type=int, default=10_000_000, help="rows inserted in total (default 10M)")
+    ap.add_argument("--data-dir", type=Path, default=HERE / "data", help="cache of generated tables")
+    ap.add_argument("--repeat", type=int, default=3, help="timed runs per scenario, after one warm-up")
+    ap.add_argument("--buckets", type=int, default=4)
+    ap.add_argument("--stripe-rows", type=int, default=1_000_000, help="rows per stripe of base/delta files")
+    ap.add_argument("--delete-stripe-rows", type=int, default=25_000, help="events per stripe of delete files")
+    ap.add_argument("--split-bytes", default="auto",
+                    help="maxSplitBytes of the split scenario (default: the largest base stripe)")
+    ap.add_argument("--driver-memory", default="4g")
+    ap.add_argument("--profile", choices=("auto", "always", "never"), default="auto",
+                    help="cProfile acidorc's read_split in-process (auto: when the ratio exceeds 1.5)")
+    ap.add_argument("--results-dir", type=Path, default=HERE / "results")
+    args = ap.parse_args(argv)
+    if args.repeat < 1:
+        ap.error("--repeat must be at least 1")
+    if args.rows < 1000 or args.buckets < 1 or args.stripe_rows < 1 or args.delete_stripe_rows < 1:
+        ap.error("--rows must be at least 1000; --buckets and the stripe sizes at least 1")
+
+    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    params = bt.Params(rows=args.rows, buckets=args.buckets, stripe_rows=args.stripe_rows,
+                       delete_stripe_rows=args.delete_stripe_rows)
+
+    # 1. data (cached), and a byte-for-byte check of the generator against tests/hivegen.py
+    t0 = time.perf_counter()
+    check = bt.self_check(args.data_dir / "_selfcheck")
+    log(f"generator check: {check['files_compared']} files byte-identical to tests/hivegen.py "
+        f"({time.perf_counter() - t0:.1f}s; hivegen itself costs {check['hivegen_us_per_row']} us/row)")
+    root, manifest = bt.ensure(params, args.data_dir, log=log)
+    table, plain = str(root / "table"), str(root / "plain")
+    expected = manifest["expected"]
+    log(f"table: {table}\n  {params.rows:,} rows inserted ({params.base_rows:,} in base_0000001, 10 deltas of "
+        f"{params.delta_rows:,}), {expected['deleted']:,} deleted by 3 delete deltas -> {expected['rows']:,} "
+        f"visible; {manifest['acid_files']} files, {manifest['acid_bytes'] / 2**20:.0f} MiB "
+        f"({'cached' if manifest['cached'] else 'built in ' + str(manifest['build_seconds']) + 's'})")
+    split_bytes = auto_split_bytes(root / "table") if args.split_bytes == "auto" else \
+        ReadOptions.parse({"path": "x", "maxSplitBytes": args.split_bytes}).max_split_bytes
+
+    # 2. core in-process: skip counters for the default plan and the split plan
+    log("core read in-process (1 thread, no Spark) for the key-index counters ...")
+    core_scan(table)  # warm-up: page cache, imports
+
+    def best_of_two(options=None):
+        runs = [core_scan(table, options) for _ in range(2)]
+        return min(runs, key=lambda r: r["read_seconds"])
+
+    core = {"default": best_of_two(), "split": best_of_two({"maxSplitBytes": str(split_bytes)})}
+    for name, c in core.items():
+        if (c["rows"], c["sum_id"]) != (expected["rows"], expected["sum_id"]):
+            raise SystemExit(f"core read ({name}) returned {c['rows']} rows / sum {c['sum_id']}, "
+                             f"expected {expected['rows']} / {expected['sum_id']}")
+
+    # 3. Spark: the same session for all scenarios
+    log("starting Spark (local[2]) ...")
+    spark = start_spark(args.driver_memory)
+    scenarios = {
+        "acidorc": lambda: spark.read.format("acidorc").load(table),
+        "native_orc": lambda: spark.read.orc(plain),
+        "acidorc_split": lambda: spark.read.format("acidorc").option("maxSplitBytes", str(split_bytes)).load(table),
+        "pyarrow_python_ds": lambda: spark.read.format("arrowfloor").load(plain),
+    }
+    frames, load_s, partitions, prints = {}, {}, {}, {}
+    for name, make in scenarios.items():
+        t0 = time.perf_counter()
+        frames[name] = make()
+        load_s[name] = time.perf_counter() - t0
+        partitions[name] = frames[name].rdd.getNumPartitions()
+        prints[name] = fingerprint(frames[name])
+        log(f"  {name}: {partitions[name]} tasks, fingerprint {prints[name]}  ({time.perf_counter() - t0:.1f}s)")
+    reference = prints["native_orc"]
+    if (reference["rows"], reference["sum_id"]) != (expected["rows"], expected["sum_id"]):
+        raise SystemExit(f"the plain copy holds {reference}, expected {expected}")
+    mismatched = [n for n, fp in prints.items() if fp != reference]
+    if mismatched:
+        raise SystemExit(f"results differ from the plain copy: {({n: prints[n] for n in mismatched})} vs {reference}")
+    log(f"verified: every scenario returns {reference['rows']:,} rows, sum(id) {reference['sum_id']:,}, "
+        f"same hash of all columns")
+
+    meter = CpuMeter(getattr(getattr(spark.sparkContext._gateway, "proc", None), "pid", None))
+    times: dict[str, list[float]] = {n: [] for n in scenarios}
+    cpu: dict[str, list[tuple]] = {n: [] for n in scenarios}
+    loads = [load_average()]
+    others_cpu, timed_wall = 0.0, 0.0
+    for name, df in frames.items():  # warm-up (JIT, page cache, Python workers)
+        timed_noop(df, meter)
+    for rep in range(args.repeat):  # round-robin, so drift hits every scenario alike
+        for name, df in frames.items():
+            wall, jvm, py, others = timed_noop(df, meter)
+            times[name].append(wall)
+            cpu[name].append((jvm, py))
+            timed_wall += wall
+            others_cpu += others or 0.0
+        loads.append(load_average())
+        log(f"run {rep + 1}/{args.repeat}: " + ", ".join(f"{n} {t[-1]:.2f}s" for n, t in times.items())
+            + f"  (load average {loads[-1]})")
+    # share of the machine's CPU that other processes took while we timed
+    contention = others_cpu / (timed_wall * (os.cpu_count() or 1)) if timed_wall and meter.available else None
+    spark.stop()
+    log("Spark stopped")
+
+    median = {n: statistics.median(t) for n, t in times.items()}
+    cpu_median = {}
+    for n, values in cpu.items():
+        if all(j is not None for j, _ in values):
+            cpu_median[n] = (statistics.median(j for j, _ in values), statistics.median(p for _, p in values))
+    ratio = median["acidorc"] / median["native_orc"]
+    rows = expected["rows"]
+
+    # 4. profile acidorc's side when it misses the target
+    profile = None
+    if args.profile == "always" or (args.profile == "auto" and ratio > TARGET_RATIO):
+        log("profiling read_split in-process (cProfile) ...")
+        args.results_dir.mkdir(parents=True, exist_ok=True)
+        profile = profile_core(table, args.results_dir, stamp)
+
+    # 5. report
+    split_label = f"maxSplitBytes={split_bytes / 2**20:.0f}m"
+    labels = {
+        "acidorc": "acidorc, default plan",
+        "native_orc": "Spark native ORC, plain copy",
+        "acidorc_split": f"acidorc, {split_label}",
+        "pyarrow_python_ds": "pyarrow ORC in a Python DS (floor)",
+    }
+    cpu_ratio = None
+    if "acidorc" in cpu_median and "native_orc" in cpu_median:
+        cpu_ratio = sum(cpu_median["acidorc"]) / max(1e-9, sum(cpu_median["native_orc"]))
+    lines = [
+        f"acidorc read benchmark {stamp}: local[2], {os.cpu_count()} cores, Spark {spark_version()}, "
+        f"pyarrow {pa.__version__}, noop write of every column",
+        f"table: {params.rows:,} rows inserted, {rows:,} visible (base + 10 deltas + 3 delete deltas, "
+        f"{params.buckets} buckets, {manifest['acid_bytes'] / 2**20:.0f} MiB); plain copy "
+        f"{manifest['plain_bytes'] / 2**20:.0f} MiB",
+        "",
+        f"{'scenario':<35}{'tasks':>6}{'median s':>9}{'rows/s':>12}{'vs native':>10}"
+        f"{'CPU s jvm+py':>15}   runs (s)",
+    ]
+    for name in scenarios:
+        c = cpu_median.get(name)
+        cpu_text = f"{c[0]:.1f}+{c[1]:.1f}" if c else "n/a"
+        lines.append(f"{labels[name]:<35}{partitions[name]:>6}{median[name]:>9.2f}{rows / median[name]:>12,.0f}"
+                     f"{median[name] / median['native_orc']:>9.2f}x{cpu_text:>15}   "
+                     + " ".join(f"{t:.2f}" for t in times[name]))
+    verdict = "MET" if ratio <= TARGET_RATIO else "NOT MET"
+    lines.append(f"ratio acidorc/native (median wall) = {ratio:.2f}, target <= {TARGET_RATIO}: {verdict}"
+                 + (f"; CPU-seconds ratio {cpu_ratio:.2f}" if cpu_ratio else ""))
+    if contention is not None:
+        lines.append(f"other processes used {100 * contention:.0f}% of the machine's CPU during the timed runs"
+                     + (" - wall times are inflated; compare CPU seconds" if contention > 0.1 else ""))
+    lines.append("")
+    lines.append(f"{'acidorc core in-process (1 thread, best of 2)':<46}{'splits':>7}{'read s':>8}{'rows/s':>12}"
+                 f"{'delete stripes read':>21}{'skipped':>9}{'events loaded':>15}")
+    for name, c in core.items():
+        label = "default plan" if name == "default" else split_label
+        m = c["metrics"]
+        lines.append(f"  {label:<44}{c['splits']:>7}{c['read_seconds']:>8.2f}{c['rows'] / c['read_seconds']:>12,.0f}"
+                     f"{m['delete_stripes_read']:>21}{m['delete_stripes_skipped']:>9}{m['delete_events_loaded']:>15,}")
+    if profile:
+        lines.append("")
+        lines.append(f"where read_split's time goes (default plan, cProfile: "
+                     f"{profile['read_seconds_under_profiler']:.2f}s; {profile['profile_file']}):")
+        total = profile["total_seconds"] or 1.0
+        for label, secs in profile["stages"].items():
+            lines.append(f"  {label:<78}{secs:>6.2f}s {100 * secs / total:>5.1f}%")
+    report = "\n".join(lines)
+    print("\n" + report, flush=True)
+
+    args.results_dir.mkdir(parents=True, exist_ok=True)
+    out = args.results_dir / f"read_{stamp}.json"
+    out.write_text(json.dumps({
+        "timestamp": stamp,
+        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
+                    "spark": spark_version(), "pyarrow": pa.__version__, "master": "local[2]",
+                    "driver_memory": args.driver_memory, "load_average_per_round": loads,
+                    "others_cpu_share_during_runs": round(contention, 3) if contention is not None else None},
+        "params": {**manifest["params"], "repeat": args.repeat, "split_bytes": split_bytes},
+        "data": {k: manifest[k] for k in ("key", "expected", "build_seconds", "build_cpu_seconds", "acid_files",
+                                            "acid_bytes", "acid_events", "plain_bytes", "cached")},
+        "generator_check": check,
+        "verification": prints,
+        "scenarios": {n: {"label": labels[n], "tasks": partitions[n], "load_seconds": round(load_s[n], 3),
+                          "runs": [round(t, 3) for t in times[n]], "median_seconds": round(median[n], 3),
+                          "rows_per_second": round(rows / median[n]),
+                          "vs_native": round(median[n] / median["native_orc"], 3),
+                          "cpu_runs_jvm_python": [[None if x is None else round(x, 2) for x in c] for c in cpu[n]],
+                          "cpu_median_jvm_python": [round(x, 2) for x in cpu_median[n]] if n in cpu_median else None}
+                      for n in scenarios},
+        "ratio_acidorc_native": round(ratio, 3),
+        "cpu_ratio_acidorc_native": round(cpu_ratio, 3) if cpu_ratio else None,
+        "target_ratio": TARGET_RATIO,
+        "target_met": ratio <= TARGET_RATIO,
+        "core_in_process": core,
+        "profile": profile,
+        "report": report,
+    }, indent=1, default=str))
+    log(f"\nwrote {_rel(out)}")
+    return 0
+
+
+def _rel(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(HERE.parent))
+    except ValueError:
+        return str(path)
+
+
+def spark_version() -> str:
+    import pyspark
+
+    return pyspark.__version__
+
+
+if __name__ == "__main__":
+    sys.exit(main())
