@@ -71,3 +71,58 @@ class NotEnoughHistoryError(AcidError):
 
 class SchemaError(AcidError):
     """A schema cannot be inferred, converted or reconciled."""
+
+
+class MetastoreError(AcidError):
+    """The transaction store cannot be reached or refused an operation.
+
+    Subclasses take the finished message as their only positional argument and the facts it
+    names as keyword-only attributes, so they pickle and unpickle across processes unchanged.
+    """
+
+    def __init__(self, message: str, *, url: str | None = None):
+        self.url = url
+        super().__init__(message)
+
+
+class NoSuchTableError(MetastoreError, LookupError):
+    """No table is registered under the location, name or id that was asked for."""
+
+    def __init__(self, message: str | None = None, *, location: str | None = None,
+                 name: str | None = None, table_id: int | None = None):
+        self.location, self.name, self.table_id = location, name, table_id
+        if message is None:
+            asked = [f"{k} {v!r}" for k, v in (("location", location), ("name", name), ("id", table_id))
+                     if v is not None]
+            message = f"no table registered in the metastore with {' and '.join(asked) or 'no key'}"
+        super().__init__(message)
+
+
+class TableExistsError(MetastoreError):
+    """A table is already registered at that location or under that name."""
+
+    def __init__(self, message: str, *, location: str | None = None, name: str | None = None):
+        self.location, self.name = location, name
+        super().__init__(message)
+
+
+class TransactionStateError(MetastoreError):
+    """The transaction is unknown or not in a state that allows the operation."""
+
+    def __init__(self, message: str, *, txn_id: int | None = None, state: str | None = None):
+        self.txn_id, self.state = txn_id, state
+        super().__init__(message)
+
+
+class ConflictError(AcidError):
+    """A concurrent commit changed the data this transaction read; it was aborted.
+
+    The losing side of a write conflict; retrying the whole operation on a fresh snapshot is
+    the remedy.
+    """
+
+    def __init__(self, message: str, *, txn_id: int | None = None, committed_txn_id: int | None = None,
+                 location: str | None = None, partition: str | None = None):
+        self.txn_id, self.committed_txn_id = txn_id, committed_txn_id
+        self.location, self.partition = location, partition
+        super().__init__(message)

@@ -1,0 +1,61 @@
+"""Worker functions run in separate processes (multiprocessing, spawn) by test_metastore.py.
+
+A top-level module of its own (test_metastore.py puts this directory on sys.path) so that
+spawned children can import these functions by name whatever pytest's import mode.
+"""
+
+from __future__ import annotations
+
+import traceback
+
+from acid_source.errors import ConflictError
+from acid_source.metastore import Metastore
+
+
+def _report(queue, worker: int, fn):
+    try:
+        queue.put((worker, "ok", fn()))
+    except BaseException:  # the parent reports the child's traceback
+        queue.put((worker, "error", traceback.format_exc()))
+
+
+def allocate_and_commit(url: str, table_id: int, iterations: int, worker: int, start, queue) -> None:
+    """``iterations`` times: open a txn, allocate a write id, commit. Reports (txn, write id) pairs."""
+    def run():
+        ms = Metastore(url)
+        start.wait()
+        done = []
+        for _ in range(iterations):
+            txn = ms.open_transaction(user=f"worker-{worker}")
+            write_id = ms.allocate_write_id(txn, table_id)
+            ms.commit(txn, touched={table_id: [""]}, operation="insert")
+            done.append((txn, write_id))
+        return done
+
+    _report(queue, worker, run)
+
+
+def racing_updates(url: str, table_id: int, rounds: int, worker: int, barrier, queue) -> None:
+    """Each round: open an update txn, wait until every worker has one open, commit, wait until
+    every worker has committed or failed. The first ``rounds`` rounds all update one partition,
+    the next ``rounds`` each worker its own. Reports per round (txn, "committed" | "conflict",
+    the txn's state afterwards)."""
+    def run():
+        ms = Metastore(url)
+        outcomes = []
+        for round_ in range(2 * rounds):
+            partition = "ds=shared" if round_ < rounds else f"ds=w{worker}"
+            txn = ms.open_transaction(user=f"worker-{worker}")
+            ms.allocate_write_id(txn, table_id)
+            barrier.wait()  # every worker's txn started before anyone commits
+            try:
+                ms.commit(txn, touched={table_id: [partition]}, operation="update")
+                outcome = "committed"
+            except ConflictError as exc:
+                assert exc.txn_id == txn and f"[txnid:{txn}]" in str(exc), str(exc)
+                outcome = "conflict"
+            outcomes.append((txn, outcome, ms.txn_state(txn)))
+            barrier.wait()  # nobody starts the next round before this one is decided
+        return outcomes
+
+    _report(queue, worker, run)
