@@ -11,7 +11,10 @@ from typing import Iterator, Sequence
 import pyarrow as pa
 from pyspark.sql.datasource import (
     DataSource,
+    DataSourceArrowWriter,
     DataSourceReader,
+    DataSourceWriter,
+    WriterCommitMessage,
     EqualNullSafe,
     EqualTo,
     Filter,
@@ -30,10 +33,12 @@ from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StructType
 
 from .filters import Predicate
-from .options import ReadOptions
+from .options import ReadOptions, WriteOptions
 from .scan.planner import TableScan
 from .scan.reader import read_split
 from .scan.splits import BucketSplit, ReadContext
+from .write.job import WriteJob
+from .write.task import TaskResult, TaskWriter
 
 SOURCE_NAME = "acidorc"
 
@@ -146,6 +151,53 @@ class AcidOrcPushdownReader(AcidOrcReader):
                 yield f
 
 
+class AcidCommitMessage(WriterCommitMessage):
+    def __init__(self, result: TaskResult):
+        self.result = result
+
+
+class AcidOrcWriter(DataSourceArrowWriter):
+    """Tasks write files of the new write id; the driver commits it in the metastore."""
+
+    HEARTBEAT_SECONDS = 60.0
+
+    def __init__(self, job: WriteJob):
+        self.job = job
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> AcidCommitMessage:
+        import time
+
+        from pyspark import TaskContext
+
+        context = TaskContext.get()
+        task = TaskWriter(self.job.plan, context.partitionId() if context else 0)
+        last_beat = 0.0
+        try:
+            for batch in iterator:
+                if time.monotonic() - last_beat > self.HEARTBEAT_SECONDS:
+                    self._heartbeat()
+                    last_beat = time.monotonic()
+                task.write(batch)
+            return AcidCommitMessage(task.close())
+        except BaseException:
+            task.abort()
+            raise
+
+    def _heartbeat(self) -> None:
+        """Keep the transaction alive while tasks run (best effort: an executor may not reach
+        the metastore; the commit still checks that the transaction is open)."""
+        try:
+            self.job.metastore.heartbeat(self.job.txn_id)
+        except Exception:
+            pass
+
+    def commit(self, messages: list[AcidCommitMessage | None]) -> None:
+        self.job.commit([m.result for m in messages if m is not None])
+
+    def abort(self, messages: list[AcidCommitMessage | None]) -> None:
+        self.job.abort([m.result for m in messages if m is not None])
+
+
 class AcidOrcDataSource(DataSource):
     """``spark.read.format("acidorc")``: Hive ACID (transactional ORC) tables."""
 
@@ -156,6 +208,10 @@ class AcidOrcDataSource(DataSource):
     def schema(self) -> StructType:
         options = ReadOptions.parse(self.options)
         return from_arrow_schema(TableScan.open(options).infer_schema(), prefer_timestamp_ntz=True)
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        options = WriteOptions.parse(self.options)
+        return AcidOrcWriter(WriteJob.begin(options, to_arrow_schema(schema, timezone="UTC"), overwrite))
 
     def reader(self, schema: StructType) -> DataSourceReader:
         options = ReadOptions.parse(self.options)

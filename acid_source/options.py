@@ -85,8 +85,8 @@ def _canonical(options: dict, known: dict[str, str]) -> dict[str, str]:
 @dataclass(frozen=True)
 class ReadOptions:
     path: str
-    write_ids: ValidWriteIdList | None
-    txns: ValidTxnList
+    write_ids: ValidWriteIdList | None  # None: from the metastore, else everything on disk
+    txns: ValidTxnList | None
     include_row_id: bool
     table_type: str
     max_split_bytes: int
@@ -116,7 +116,7 @@ class ReadOptions:
         return cls(
             path=str(path).strip(),
             write_ids=write_ids,
-            txns=ValidTxnList.parse(opts.get("validTxns"), option="validTxns"),
+            txns=ValidTxnList.parse(opts["validTxns"], option="validTxns") if "validTxns" in opts else None,
             include_row_id=parse_bool("includeRowId", opts.get("includeRowId", "false")),
             table_type=table_type,
             max_split_bytes=parse_size("maxSplitBytes", opts.get("maxSplitBytes", str(DEFAULT_MAX_SPLIT_BYTES))),

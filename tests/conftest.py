@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,11 @@ import pytest
 TESTS = Path(__file__).parent
 if str(TESTS) not in sys.path:
     sys.path.insert(0, str(TESTS))  # for `from hivegen import ...`
+
+# Never touch the user's ~/.acidorc: one throw-away metastore for the whole test run, set
+# before Spark starts so that its Python workers inherit it.
+os.environ["ACIDORC_METASTORE_URL"] = "sqlite:///" + os.path.join(tempfile.mkdtemp(prefix="acidorc-ms-"),
+                                                                   "metastore.db")
 
 
 @pytest.fixture(scope="session")

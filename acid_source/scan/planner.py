@@ -13,7 +13,9 @@ from ..errors import CorruptFileError, InvalidOptionError, NotAnAcidTableError, 
 from ..filters import Predicate, partition_matches
 from ..layout.acid_state import AcidDir
 from ..layout.names import FLUSH_LENGTH_SUFFIX, is_flush_length_file, is_hidden, parse_bucket_file
-from ..layout.writeids import ValidWriteIdList
+from ..layout.writeids import ValidTxnList, ValidWriteIdList
+from ..metastore import Metastore
+from ..metastore.tableinfo import TableInfo
 from ..options import ReadOptions
 from ..orc.files import OrcFile, read_flush_length
 from ..storage import FileEntry, Storage
@@ -51,14 +53,28 @@ class TableScan:
     storage: Storage
     layout: TableLayout
     write_ids: ValidWriteIdList
+    txns: ValidTxnList
     table_kind: str
+    table: TableInfo | None = None  # the metastore's record, when the table is registered
 
     @classmethod
     def open(cls, options: ReadOptions) -> "TableScan":
         storage = Storage(options.path, options.storage_options)
         layout = discover_layout(storage)
-        write_ids = options.write_ids or ValidWriteIdList.all_valid()
-        if options.table_type == "auto":
+        write_ids, txns, table = options.write_ids, options.txns, None
+        if write_ids is None or txns is None:
+            # The metastore is the source of truth for what is committed; tables it does not
+            # know are read as they are on disk.
+            metastore = Metastore(options.metastore_url)
+            table = metastore.find_table(options.path)
+            if table is not None:
+                write_ids = write_ids or metastore.valid_write_ids(table.table_id)
+                txns = txns or metastore.valid_txns()
+        write_ids = write_ids or ValidWriteIdList.all_valid()
+        txns = txns or ValidTxnList()
+        if table is not None and options.table_type == "auto":
+            kind = INSERT_ONLY if table.insert_only else FULL_ACID
+        elif options.table_type == "auto":
             if not has_acid_layout(layout):
                 if any(any(not is_hidden(e.name) for e in entries) for entries in layout.listings.values()):
                     raise NotAnAcidTableError(
@@ -68,12 +84,12 @@ class TableScan:
                     )
                 kind = FULL_ACID  # an empty table
             else:
-                kind = detect_table_kind(layout, write_ids, options.txns)
+                kind = detect_table_kind(layout, write_ids, txns)
         else:
             kind = FULL_ACID if options.table_type == "full" else INSERT_ONLY
         if options.include_row_id and kind == INSERT_ONLY:
             raise InvalidOptionError("includeRowId", f"{options.path} is an insert-only table: its rows have no ROW__ID")
-        return cls(options, storage, layout, write_ids, kind)
+        return cls(options, storage, layout, write_ids, txns, kind, table)
 
     # --- schema -------------------------------------------------------------------------------
     def partition_fields(self, output_schema: pa.Schema | None = None) -> list[pa.Field]:
@@ -92,8 +108,14 @@ class TableScan:
         return fields
 
     def infer_schema(self) -> pa.Schema:
-        """Data columns of the newest data file, then partition columns, then ROW__ID if asked."""
-        data = infer_data_schema(self.layout, self.write_ids, self.options.txns)
+        """The metastore's schema of a registered table, otherwise the data columns of the
+        newest data file and the partition columns; then ROW__ID if asked."""
+        if self.table is not None:
+            fields = list(self.table.schema)
+            if self.options.include_row_id:
+                fields.append(pa.field(ROW_ID_COLUMN, ROW_ID_TYPE))
+            return pa.schema(fields)
+        data = infer_data_schema(self.layout, self.write_ids, self.txns)
         part_names = {c.lower() for c in self.layout.partition_columns}
         fields = [f for f in data if f.name.lower() not in part_names]
         fields += self.partition_fields()
@@ -125,7 +147,7 @@ class TableScan:
             values = tuple(convert_partition_value(raw, f.type) for raw, f in zip(part.raw_values, part_fields))
             if part_preds and not partition_matches(part_preds, dict(zip(part_names, values))):
                 continue
-            state = acid_state_for(self.layout, part, self.write_ids, self.options.txns)
+            state = acid_state_for(self.layout, part, self.write_ids, self.txns)
             buckets: dict[int, dict[str, list[FileSlice]]] = defaultdict(lambda: {"inserts": [], "deletes": []})
             for slice_ in self._original_slices(state.originals, part.path):
                 buckets[slice_.bucket_id]["inserts"].append(slice_)
