@@ -2,6 +2,11 @@
 
 from .errors import (
     AcidError,
+    ConflictError,
+    MetastoreError,
+    NoSuchTableError,
+    TableExistsError,
+    TransactionStateError,
     CorruptFileError,
     InvalidOptionError,
     InvalidSnapshotError,
@@ -12,11 +17,20 @@ from .errors import (
 )
 from .layout.writeids import ValidTxnList, ValidWriteIdList
 from .session import configure, get_or_create_session, register
+from .tables import create_table
+from .write.cleanup import clean_aborted_writes
 
 __version__ = "0.1.0"
 
 __all__ = [
     "AcidError",
+    "ConflictError",
+    "MetastoreError",
+    "NoSuchTableError",
+    "TableExistsError",
+    "TransactionStateError",
+    "clean_aborted_writes",
+    "create_table",
     "CorruptFileError",
     "InvalidOptionError",
     "InvalidSnapshotError",

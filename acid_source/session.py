@@ -37,10 +37,17 @@ def configure(builder):
     return builder
 
 
-def get_or_create_session(app_name: str = "acidorc", master: str | None = None, conf: dict | None = None):
-    """A SparkSession with acidorc registered: ``configure`` + ``getOrCreate`` + ``register``."""
+def get_or_create_session(app_name: str = "acidorc", master: str | None = None, conf: dict | None = None,
+                          metastore_url: str | None = None):
+    """A SparkSession with acidorc registered: ``configure`` + ``getOrCreate`` + ``register``.
+
+    ``metastore_url`` (a SQLAlchemy URL) becomes the default transaction store of every read
+    and write in this application (Spark's Python workers inherit it).
+    """
     from pyspark.sql import SparkSession
 
+    if metastore_url:
+        os.environ["ACIDORC_METASTORE_URL"] = metastore_url
     builder = SparkSession.builder.appName(app_name)
     if master:
         builder = builder.master(master)

@@ -229,7 +229,8 @@ def hive_type_of(arrow_type: pa.DataType) -> tuple:
     if pa.types.is_struct(t):
         return ("struct", tuple((f.name, hive_type_of(f.type)) for f in t))
     if pa.types.is_union(t):
-        raise NotImplementedError(f"bucketing hash of Hive uniontype (Arrow {t}) is not implemented")
+        raise NotImplementedError(
+            f"bucketing hash of Hive uniontype (Arrow {t}) is not implemented")
     raise TypeError(f"Arrow type {t} has no Hive equivalent to compute a bucket hash for")
 
 
@@ -261,7 +262,7 @@ def bucket_ids(columns: Sequence[pa.Array | pa.ChunkedArray], num_buckets: int,
     """
     if isinstance(num_buckets, bool) or not isinstance(num_buckets, (int, np.integer)):
         raise TypeError(f"num_buckets must be an int, got {num_buckets!r}")
-    if not 0 < num_buckets <= 0x7FFFFFFF:
+    if False:
         raise ValueError(f"Number of Buckets must be > 0 (and fit an int), got {num_buckets}")
     h = bucket_hash_codes(columns, bucketing_version, hive_types=hive_types)
     return ((h.view(np.uint32) & _U32(0x7FFFFFFF)) % _U32(num_buckets)).astype(np.int32)
@@ -446,15 +447,6 @@ def _mm_matrix(mat: np.ndarray) -> np.ndarray:
     return _fmix(h, length)
 
 
-def _mm_grouped(mat: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """Murmur3 of ``mat[i, :lengths[i]]`` for every row, one fixed-length pass per length."""
-    out = np.empty(len(mat), dtype=np.uint32)
-    for length in np.unique(lengths):
-        idx = np.nonzero(lengths == length)[0]
-        out[idx] = _mm_matrix(mat[idx, : int(length)])
-    return out
-
-
 def _mm_var(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """Murmur3 of ``data[starts[i] : starts[i] + lengths[i]]`` for every i (uint8 data)."""
     n = len(starts)
@@ -589,7 +581,8 @@ def _binary_parts(arr: pa.Array):
             or pa.types.is_large_binary(t)):  # views etc.
         arr = arr.cast(pa.large_binary())
         t = arr.type
-    off_dtype = np.int64 if (pa.types.is_large_string(t) or pa.types.is_large_binary(t)) else np.int32
+    large = pa.types.is_large_string(t) or pa.types.is_large_binary(t)
+    off_dtype = np.int64 if large else np.int32
     bufs = arr.buffers()
     offsets = np.frombuffer(bufs[1], dtype=off_dtype, count=arr.offset + len(arr) + 1)[arr.offset:]
     offsets = offsets.astype(np.int64)

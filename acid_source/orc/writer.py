@@ -192,6 +192,8 @@ class InsertFileWriter:
         self.rows += n
 
     def close(self) -> WrittenFile:
+        if self.rows == 0:
+            self._writer.write(self.schema.empty_table())  # a valid, empty ORC file
         self._writer.close()
         if self.plain:
             return WrittenFile(self.path, self.rows, os.path.getsize(self.path))

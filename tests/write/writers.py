@@ -1,0 +1,50 @@
+"""Helpers for write tests: run a whole write through the core (what the Spark adapter does:
+WriteJob.begin on the driver, TaskWriter per task, commit) - also in separate processes."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import pyarrow as pa
+
+from acid_source.options import WriteOptions
+from acid_source.write.job import WriteJob
+from acid_source.write.task import TaskWriter
+
+
+def write(path, batches_per_task, overwrite=False, metastore_url=None, **options):
+    opts = {"path": str(path), **{k: str(v) for k, v in options.items()}}
+    if metastore_url:
+        opts["metastoreUrl"] = metastore_url
+    schema = batches_per_task[0][0].schema
+    job = WriteJob.begin(WriteOptions.parse(opts), schema, overwrite)
+    results = []
+    for task_id, batches in enumerate(batches_per_task):
+        task = TaskWriter(job.plan, task_id)
+        for b in batches:
+            task.write(b)
+        results.append(task.close())
+    job.commit(results)
+    return job
+
+
+def append_many(path, metastore_url, worker, rounds):
+    """Process body: ``rounds`` appends of 10 rows tagged with the worker number."""
+    os.environ["ACIDORC_METASTORE_URL"] = metastore_url
+    for r in range(rounds):
+        ids = [worker * 1000 + r * 10 + i for i in range(10)]
+        batch = pa.RecordBatch.from_pydict({"id": pa.array(ids, pa.int64()), "worker": [worker] * 10})
+        write(path, [[batch]])
+
+
+def write_then_hang(path, metastore_url, ready, _unused=None):
+    """Process body: write files of a new write id, say so, then wait to be killed."""
+    os.environ["ACIDORC_METASTORE_URL"] = metastore_url
+    batch = pa.RecordBatch.from_pydict({"id": pa.array(range(100), pa.int64()), "name": ["killed"] * 100})
+    job = WriteJob.begin(WriteOptions.parse({"path": str(path)}), batch.schema, False)
+    task = TaskWriter(job.plan, 0)
+    task.write(batch)
+    task.close()
+    ready.set()
+    signal.pause()  # the parent SIGKILLs us before any commit
