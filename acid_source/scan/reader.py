@@ -99,10 +99,11 @@ class SplitReader:
                 yield from self._original_rows(f, s, deletes)
 
     def _all_valid(self, s: FileSlice) -> bool:
-        """Can every event of this file be seen without checking? A chosen base holds only
-        committed events; so does a delta whose whole write-id range is valid."""
+        """Can every event of this file be seen without checking? A base below every open
+        write id holds only committed events (one at the lowest open write id, which Hive's
+        base rule accepts, may not); so does a delta whose whole write-id range is valid."""
         if s.dir_kind == "base":
-            return True
+            return self.write_ids.is_valid_base(s.max_write_id)
         return s.dir_kind == "delta" and self.write_ids.is_write_id_range_valid(
             s.min_write_id, s.max_write_id) is RangeResponse.ALL
 
