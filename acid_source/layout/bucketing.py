@@ -262,7 +262,7 @@ def bucket_ids(columns: Sequence[pa.Array | pa.ChunkedArray], num_buckets: int,
     """
     if isinstance(num_buckets, bool) or not isinstance(num_buckets, (int, np.integer)):
         raise TypeError(f"num_buckets must be an int, got {num_buckets!r}")
-    if False:
+    if not 0 < num_buckets <= 0x7FFFFFFF:
         raise ValueError(f"Number of Buckets must be > 0 (and fit an int), got {num_buckets}")
     h = bucket_hash_codes(columns, bucketing_version, hive_types=hive_types)
     return ((h.view(np.uint32) & _U32(0x7FFFFFFF)) % _U32(num_buckets)).astype(np.int32)
