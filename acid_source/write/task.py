@@ -20,6 +20,7 @@ import pyarrow as pa
 
 from ..errors import SchemaError
 from ..layout import bucket_codec
+from ..layout.bucketing import bucket_ids
 from ..layout.names import ACID_VERSION_FILE, base_dir_name, bucket_file_name, delta_dir_name
 from ..orc.writer import DELTA_STRIPE_SIZE, InsertFileWriter
 from ..storage import Storage
@@ -103,9 +104,8 @@ class TaskWriter:
                 part_values = tuple(v for _, v in self.plan.static_partition)
             part = partition_path(list(self.plan.partition_columns), part_values) if self.plan.partition_columns else ""
             if self.plan.bucketed:
-                from ..layout.bucketing import bucket_ids
-
-                ids = bucket_ids([rows.column(rows.schema.get_field_index(c)) for c in self._bucket_names()],
+                ids = bucket_ids([_wall_clock(rows.column(rows.schema.get_field_index(c)))
+                                  for c in self._bucket_names()],
                                  self.plan.num_buckets, self.plan.bucketing_version)
                 for (bucket,), bucket_rows in group_rows(rows, [pa.array(ids)]):
                     self._writer(part, int(bucket)).write(bucket_rows)
@@ -173,6 +173,13 @@ class TaskWriter:
                                       plain=self.plan.insert_only)
             entry = self._writers[key] = (writer, tmp_path, final_path)
         return entry[0]
+
+
+def _wall_clock(arr: pa.Array) -> pa.Array:
+    """Hive hashes timestamps as wall-clock values: drop a time zone Spark attached."""
+    if pa.types.is_timestamp(arr.type) and arr.type.tz is not None:
+        return arr.cast(pa.timestamp(arr.type.unit))
+    return arr
 
 
 def _field_index(schema: pa.Schema, name: str) -> int:
