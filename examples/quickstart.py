@@ -1,13 +1,16 @@
-"""Quickstart: build a small Hive ACID table with several transactions, then read it with
-spark.read.format("acidorc") - at the latest snapshot and at an older one.
+"""Quickstart.
 
-The table is written the way Hive writes it (base / delta / delete_delta directories of ACID
-ORC files), using the test generator in tests/hivegen.py, since acidorc's own writer is still
-to come.
+1. Write an ACID table with acidorc: create it by appending, append again, overwrite one
+   partition - each a transaction committed atomically - and read it at the latest snapshot
+   and at an older one.
+2. Read a table the way Hive writes it, with an UPDATE and a DELETE (base / delta /
+   delete_delta directories; built here with the test generator tests/hivegen.py, since
+   acidorc's own UPDATE / DELETE helpers are still to come).
 """
 
 from __future__ import annotations
 
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -38,13 +41,38 @@ def build_table(root: Path) -> None:
     t.insert(5, {0: [(666, "ghost", Decimal("0.00"))]})
 
 
+def write_and_read(spark, root: Path) -> None:
+    import datetime as dt
+
+    path = str(root / "events")
+    day1, day2 = dt.date(2026, 11, 20), dt.date(2026, 11, 21)
+    first = spark.createDataFrame([(1, "click", day1), (2, "view", day1), (3, "click", day2)],
+                                  "id bigint, kind string, day date")
+    first.write.format("acidorc").option("partitionColumns", "day").mode("append").save(path)  # write id 1
+    spark.createDataFrame([(4, "buy", day2)], "id bigint, kind string, day date") \
+        .write.format("acidorc").mode("append").save(path)                                     # write id 2
+    spark.createDataFrame([(5, "refund", day1)], "id bigint, kind string, day date") \
+        .write.format("acidorc").mode("overwrite").option("partitionOverwriteMode", "dynamic") \
+        .save(path)                                                                             # write id 3
+    print("Written by acidorc:", sorted(str(p.relative_to(root / "events")) for p in (root / "events").glob("*/*")))
+    print("Latest snapshot (day 2026-11-20 was overwritten by write id 3):")
+    spark.read.format("acidorc").load(path).orderBy("id").show()
+    print("As of write id 2:")
+    spark.read.format("acidorc").option("validWriteIds", "null:2:9223372036854775807::").load(path) \
+        .orderBy("id").show()
+
+
 def main() -> None:
+    # keep the example's transactions out of the default metastore (~/.acidorc)
+    metastore = tempfile.mkdtemp(prefix="acidorc-quickstart-")
     spark = acid_source.get_or_create_session(app_name="acidorc-quickstart", master="local[2]",
+                                              metastore_url=f"sqlite:///{metastore}/metastore.db",
                                               conf={"spark.ui.enabled": "false",
                                                     "spark.ui.showConsoleProgress": "false"})
     spark.sparkContext.setLogLevel("ERROR")
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
+        write_and_read(spark, root)
         build_table(root)
         path = str(root / "orders")
         print("Table directories:", sorted(p.name for p in (root / "orders").iterdir()))
@@ -66,6 +94,7 @@ def main() -> None:
         print("Through SQL, with Hive's ROW__ID:")
         spark.sql("SELECT id, customer, amount, ROW__ID FROM orders ORDER BY id").show(truncate=False)
     spark.stop()
+    shutil.rmtree(metastore, ignore_errors=True)
 
 
 if __name__ == "__main__":
