@@ -8,19 +8,12 @@ import signal
 import pyarrow as pa
 import pytest
 from core_read import data, read_rows
-from writers import append_many, write, write_then_hang
+from writers import append_many, rows, write, write_then_hang
 
 from acid_source import clean_aborted_writes, create_table
 from acid_source.errors import InvalidOptionError, NotAnAcidTableError, SchemaError
 from acid_source.metastore import Metastore
 from hivegen import HiveTable
-
-
-def rows(ids, day=None, name="x"):
-    d = {"id": pa.array(ids, pa.int64()), "name": [name] * len(ids)}
-    if day is not None:
-        d["day"] = [day] * len(ids)
-    return pa.RecordBatch.from_pydict(d)
 
 
 def test_append_then_overwrite_unpartitioned(tmp_path):

@@ -13,6 +13,13 @@ from acid_source.write.job import WriteJob
 from acid_source.write.task import TaskWriter
 
 
+def rows(ids, day=None, name="x"):
+    d = {"id": pa.array(ids, pa.int64()), "name": [name] * len(ids)}
+    if day is not None:
+        d["day"] = [day] * len(ids)
+    return pa.RecordBatch.from_pydict(d)
+
+
 def write(path, batches_per_task, overwrite=False, metastore_url=None, **options):
     opts = {"path": str(path), **{k: str(v) for k, v in options.items()}}
     if metastore_url:
