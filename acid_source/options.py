@@ -82,6 +82,25 @@ def _canonical(options: dict, known: dict[str, str]) -> dict[str, str]:
     return out
 
 
+def _path(opts: dict, how: str) -> str:
+    path = opts.get("path")
+    if not path or not str(path).strip():
+        raise InvalidOptionError("path", f"the table location is required: {how} or .option('path', ...)")
+    return str(path).strip()
+
+
+def _choice(opts: dict, name: str, choices: tuple[str, ...], default: str) -> str:
+    value = str(opts.get(name, default)).strip().lower()
+    if value not in choices:
+        raise InvalidOptionError(name, f"expected one of {', '.join(choices)}, got {value!r}")
+    return value
+
+
+def _storage_options(opts: dict) -> tuple:
+    return tuple(sorted((k[len(STORAGE_OPTION_PREFIX):], v) for k, v in opts.items()
+                        if k.lower().startswith(STORAGE_OPTION_PREFIX)))
+
+
 @dataclass(frozen=True)
 class ReadOptions:
     path: str
@@ -98,15 +117,9 @@ class ReadOptions:
     @classmethod
     def parse(cls, options: dict) -> "ReadOptions":
         opts = _canonical(dict(options), READ_OPTIONS)
-        path = opts.get("path")
-        if not path or not str(path).strip():
-            raise InvalidOptionError("path", "the table location is required: .load(path) or .option('path', ...)")
-        table_type = opts.get("tableType", "auto").strip().lower()
-        if table_type not in TABLE_TYPES:
-            raise InvalidOptionError("tableType", f"expected one of {', '.join(TABLE_TYPES)}, got {table_type!r}")
-        pushdown = opts.get("filterPushdown", "auto").strip().lower()
-        if pushdown not in PUSHDOWN_MODES:
-            raise InvalidOptionError("filterPushdown", f"expected one of {', '.join(PUSHDOWN_MODES)}, got {pushdown!r}")
+        path = _path(opts, ".load(path)")
+        table_type = _choice(opts, "tableType", TABLE_TYPES, "auto")
+        pushdown = _choice(opts, "filterPushdown", PUSHDOWN_MODES, "auto")
         partition_filter = opts.get("partitionFilter")
         if partition_filter is not None and not partition_filter.strip():
             raise InvalidOptionError("partitionFilter", "is empty")
@@ -114,7 +127,7 @@ class ReadOptions:
         if "validWriteIds" in opts:
             write_ids = ValidWriteIdList.parse(opts["validWriteIds"], option="validWriteIds")
         return cls(
-            path=str(path).strip(),
+            path=path,
             write_ids=write_ids,
             txns=ValidTxnList.parse(opts["validTxns"], option="validTxns") if "validTxns" in opts else None,
             include_row_id=parse_bool("includeRowId", opts.get("includeRowId", "false")),
@@ -123,10 +136,7 @@ class ReadOptions:
             partition_filter=partition_filter,
             filter_pushdown=pushdown,
             metastore_url=opts.get("metastoreUrl"),
-            storage_options=tuple(sorted(
-                (k[len(STORAGE_OPTION_PREFIX):], v) for k, v in opts.items()
-                if k.lower().startswith(STORAGE_OPTION_PREFIX)
-            )),
+            storage_options=_storage_options(opts),
         )
 
 
@@ -151,18 +161,10 @@ class WriteOptions:
     @classmethod
     def parse(cls, options: dict) -> "WriteOptions":
         opts = _canonical(dict(options), WRITE_OPTIONS)
-        path = opts.get("path")
-        if not path or not str(path).strip():
-            raise InvalidOptionError("path", "the table location is required: .save(path) or .option('path', ...)")
-        mode = opts.get("partitionOverwriteMode", "static").strip().lower()
-        if mode not in ("static", "dynamic"):
-            raise InvalidOptionError("partitionOverwriteMode", f"expected static or dynamic, got {mode!r}")
-        table_type = opts.get("tableType", "full").strip().lower()
-        if table_type not in ("full", "insert_only"):
-            raise InvalidOptionError("tableType", f"expected full or insert_only, got {table_type!r}")
-        compression = opts.get("compression", "zlib").strip().lower()
-        if compression not in COMPRESSIONS:
-            raise InvalidOptionError("compression", f"expected one of {', '.join(COMPRESSIONS)}, got {compression!r}")
+        path = _path(opts, ".save(path)")
+        mode = _choice(opts, "partitionOverwriteMode", ("static", "dynamic"), "static")
+        table_type = _choice(opts, "tableType", ("full", "insert_only"), "full")
+        compression = _choice(opts, "compression", COMPRESSIONS, "zlib")
         bucket_columns = _csv(opts.get("bucketColumns"))
         num_buckets = 0
         if "numBuckets" in opts:
@@ -176,7 +178,7 @@ class WriteOptions:
             raise InvalidOptionError("numBuckets" if bucket_columns else "bucketColumns",
                                      "bucketColumns and numBuckets go together")
         return cls(
-            path=str(path).strip(),
+            path=path,
             metastore_url=opts.get("metastoreUrl"),
             static_partition=opts.get("partition"),
             dynamic_overwrite=mode == "dynamic",
@@ -186,8 +188,5 @@ class WriteOptions:
             insert_only=table_type == "insert_only",
             compression=compression,
             table_name=opts.get("tableName"),
-            storage_options=tuple(sorted(
-                (k[len(STORAGE_OPTION_PREFIX):], v) for k, v in opts.items()
-                if k.lower().startswith(STORAGE_OPTION_PREFIX)
-            )),
+            storage_options=_storage_options(opts),
         )

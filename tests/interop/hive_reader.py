@@ -52,6 +52,8 @@ import subprocess
 import time
 from typing import Any, Iterable, Sequence
 
+from acid_source.layout.bucketing import parse_hive_type as _parse_hive_type
+
 __all__ = [
     "HiveAcidReader",
     "HiveReadError",
@@ -105,84 +107,14 @@ class HiveReadError(RuntimeError):
 # Hive type strings
 # --------------------------------------------------------------------------
 
-_TOKEN = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*|\d+|[<>(),:])")
-
-
 def parse_hive_type(text: str) -> tuple:
-    """Parse a Hive type string into a small tree.
+    """A Hive type string as a tuple tree, e.g. ``("decimal", 12, 3)`` (acidorc's parser);
+    ValueError for types Hive's reader here cannot hand back (``uniontype``)."""
+    try:
+        return _parse_hive_type(text)
+    except NotImplementedError as exc:
+        raise ValueError(f"unsupported Hive type in {text!r}: {exc}") from None
 
-    Returns ``(kind,)`` for primitives, ``("decimal", p, s)``, ``("char", n)``,
-    ``("varchar", n)``, ``("array", elem)``, ``("map", key, value)`` or
-    ``("struct", ((name, type), ...))``.
-    """
-    tokens = []
-    pos = 0
-    text = text.strip()
-    while pos < len(text):
-        m = _TOKEN.match(text, pos)
-        if not m:
-            raise ValueError(f"bad Hive type {text!r} near {text[pos:]!r}")
-        tokens.append(m.group(1))
-        pos = m.end()
-    tree, i = _parse_type(tokens, 0, text)
-    if i != len(tokens):
-        raise ValueError(f"bad Hive type {text!r}: trailing {' '.join(tokens[i:])!r}")
-    return tree
-
-
-def _expect(tokens, i, tok, text):
-    if i >= len(tokens) or tokens[i] != tok:
-        raise ValueError(f"bad Hive type {text!r}: expected {tok!r}")
-    return i + 1
-
-
-def _parse_type(tokens, i, text):
-    if i >= len(tokens):
-        raise ValueError(f"bad Hive type {text!r}: unexpected end")
-    name = tokens[i].lower()
-    i += 1
-    simple = {"int", "integer", "bigint", "smallint", "tinyint", "boolean", "float",
-              "double", "string", "date", "timestamp", "binary"}
-    if name in simple:
-        return ("int" if name == "integer" else name,), i
-    if name == "decimal":
-        p, s = 10, 0  # Hive's default for a bare "decimal"
-        if i < len(tokens) and tokens[i] == "(":
-            p = int(tokens[i + 1])
-            i += 2
-            if tokens[i] == ",":
-                s = int(tokens[i + 1])
-                i += 2
-            i = _expect(tokens, i, ")", text)
-        return ("decimal", p, s), i
-    if name in ("char", "varchar"):
-        i = _expect(tokens, i, "(", text)
-        n = int(tokens[i])
-        i = _expect(tokens, i + 1, ")", text)
-        return (name, n), i
-    if name == "array":
-        i = _expect(tokens, i, "<", text)
-        elem, i = _parse_type(tokens, i, text)
-        return ("array", elem), _expect(tokens, i, ">", text)
-    if name == "map":
-        i = _expect(tokens, i, "<", text)
-        key, i = _parse_type(tokens, i, text)
-        i = _expect(tokens, i, ",", text)
-        val, i = _parse_type(tokens, i, text)
-        return ("map", key, val), _expect(tokens, i, ">", text)
-    if name == "struct":
-        i = _expect(tokens, i, "<", text)
-        fields = []
-        while True:
-            fname = tokens[i]
-            i = _expect(tokens, i + 1, ":", text)
-            ftype, i = _parse_type(tokens, i, text)
-            fields.append((fname, ftype))
-            if tokens[i] == ",":
-                i += 1
-                continue
-            return ("struct", tuple(fields)), _expect(tokens, i, ">", text)
-    raise ValueError(f"unsupported Hive type {name!r} in {text!r}")
 
 
 def _type_str(t: tuple, *, for_transfer: bool = False) -> str:
