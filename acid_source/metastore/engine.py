@@ -41,6 +41,18 @@ def default_url() -> str:
     return f"sqlite:///{home / 'metastore.db'}"
 
 
+def sqlite_store_missing(url: str | os.PathLike | None) -> bool:
+    """True when ``url`` names a SQLite file that does not exist yet: such a store knows no
+    tables, and a reader need not create it just to find that out."""
+    text = os.environ.get(ENV_URL, "").strip() if url is None else str(url)
+    if url is None and not text:
+        return not (Path(os.path.expanduser("~")) / ".acidorc" / "metastore.db").exists()
+    parsed = parse_url(text)
+    if parsed.get_backend_name() != "sqlite" or not parsed.database or parsed.database == ":memory:":
+        return False
+    return not Path(parsed.database).exists()
+
+
 def parse_url(url: str | os.PathLike | None) -> URL:
     """A SQLAlchemy URL; ``None`` means :func:`default_url`, and a bare file path (no ``://``)
     means a SQLite database in that file."""

@@ -15,6 +15,7 @@ from ..layout.acid_state import AcidDir
 from ..layout.names import FLUSH_LENGTH_SUFFIX, is_flush_length_file, is_hidden, parse_bucket_file
 from ..layout.writeids import ValidTxnList, ValidWriteIdList
 from ..metastore import Metastore
+from ..metastore.engine import sqlite_store_missing
 from ..metastore.tableinfo import TableInfo
 from ..options import ReadOptions
 from ..orc.files import OrcFile, read_flush_length
@@ -62,7 +63,7 @@ class TableScan:
         storage = Storage(options.path, options.storage_options)
         layout = discover_layout(storage)
         write_ids, txns, table = options.write_ids, options.txns, None
-        if write_ids is None or txns is None:
+        if (write_ids is None or txns is None) and not sqlite_store_missing(options.metastore_url):
             # The metastore is the source of truth for what is committed; tables it does not
             # know are read as they are on disk.
             metastore = Metastore(options.metastore_url)
