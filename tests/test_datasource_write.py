@@ -77,3 +77,19 @@ def test_failed_job_aborts_and_leaves_no_rows(spark, tmp_path):
             .write.format("acidorc").mode("append").save(path)
     assert sorted(r.id for r in spark.read.format("acidorc").load(path).collect()) == [0, 1, 2]
     assert sorted(p.name for p in (tmp_path / "t").iterdir()) == ["delta_0000001_0000001_0000"]
+
+
+def test_bucketed_table_through_spark(spark, tmp_path):
+    from acid_source.layout.bucketing import bucket_ids
+
+    import pyarrow as pa
+
+    path = str(tmp_path / "bucketed")
+    df = spark.range(0, 100, numPartitions=3).selectExpr("id", "cast(id % 7 as string) as tag")
+    df.write.format("acidorc").option("bucketColumns", "id").option("numBuckets", "8").mode("append").save(path)
+    back = spark.read.format("acidorc").option("includeRowId", "true").load(path).collect()
+    assert sorted(r.id for r in back) == list(range(100))
+    expected = bucket_ids([pa.array(range(100), pa.int64())], 8)
+    assert all((r.ROW__ID.bucketId >> 16) & 0xFFF == expected[r.id] for r in back)
+    assert sorted(p.name for p in (tmp_path / "bucketed").iterdir()) == [
+        "delta_0000001_0000001_0000", "delta_0000001_0000001_0001", "delta_0000001_0000001_0002"]
