@@ -1,0 +1,693 @@
+"""Write benchmark: an append of 5M rows through ``acidorc`` versus Spark's native ORC writer
+(``df.write.orc``), from the same cached DataFrame, in one SparkSession.
+
+    python benchmarks/write_benchmark.py [--rows N] [--repeat K] [--partitions P] [--tasks T]
+
+See benchmarks/README.md for what is measured and how to read the table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import datetime as dt
+import json
+import os
+import platform
+import pstats
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import pyarrow as pa  # noqa: E402
+
+import acid_source  # noqa: E402
+from read_benchmark import CpuMeter, _cumtime, _rel, load_average, log, spark_version  # noqa: E402
+
+TARGET_RATIO = 1.5
+DAY0 = "2026-01-01"
+
+
+# --- the data ---------------------------------------------------------------------------------------
+def make_frame(spark, rows: int, tasks: int, days: int):
+    """id bigint, name string (1% null), amount double, day date (``days`` distinct values),
+    price decimal(12,2): every value a hash of the id, so columns do not compress to nothing and
+    every batch holds every day (the hard case for routing rows to partitions)."""
+    from pyspark.sql import functions as F
+
+    from bench_table import NAMES  # the read benchmark's 1024 names
+
+    h = F.xxhash64("id")
+    names = F.array(*[F.lit(n) for n in NAMES])
+    return spark.range(0, rows, 1, tasks).select(
+        F.col("id"),
+        F.when(F.pmod(h, F.lit(100)) == 0, F.lit(None).cast("string"))
+         .otherwise(F.element_at(names, (F.pmod(h, F.lit(1024)) + 1).cast("int"))).alias("name"),
+        F.round(F.pmod(F.shiftright(h, 11), F.lit(10_000_000)) / 100.0, 2).alias("amount"),
+        F.date_add(F.lit(DAY0).cast("date"), F.pmod(F.shiftright(h, 20), F.lit(days)).cast("int")).alias("day"),
+        (F.pmod(F.shiftright(h, 32), F.lit(100_000_000)) / 100).cast("decimal(12,2)").alias("price"),
+    )
+
+
+COLUMNS = ("id", "name", "amount", "day", "price")
+
+
+def fingerprint(df, id_col: str = "id", columns=COLUMNS, days: bool = False) -> dict:
+    """Row count, sum of ids and a sum of per-row hashes over the data columns (by name, so a
+    partition column moved to the end does not matter); with ``days``, distinct days too."""
+    from pyspark.sql import functions as F
+
+    extra = [F.countDistinct("day").alias("partitions")] if days else []
+    row = df.agg(
+        F.count(F.lit(1)).alias("rows"),
+        F.sum(id_col).alias("sum_id"),
+        F.sum(F.xxhash64(*columns).cast("decimal(38,0)")).alias("hash"),
+        *extra,
+    ).first()
+    out = {"rows": int(row["rows"]), "sum_id": int(row["sum_id"] or 0), "hash": str(row["hash"])}
+    if days:
+        out["partitions"] = int(row["partitions"])
+    return out
+
+
+def quick_check(df, id_col: str = "id") -> dict:
+    from pyspark.sql import functions as F
+
+    row = df.agg(F.count(F.lit(1)).alias("rows"), F.sum(id_col).alias("sum_id")).first()
+    return {"rows": int(row["rows"]), "sum_id": int(row["sum_id"] or 0)}
+
+
+# --- Python data sources that isolate the cost of Spark's Arrow path --------------------------------
+def _floor_sources():
+    """``arrowdiscard``: a Python Arrow writer that only counts rows - what Spark's Python data
+    source write path itself costs (rows -> Arrow in the JVM, the transfer, the worker).
+    ``arrowplainorc``: the same with each task's batches written as plain ORC by pyarrow (same
+    codec and stripe size as acidorc, no ACID columns, no footer patch, no routing).
+    Both leave ``_tasks.json`` (rows and batch sizes per task) in the output directory; the plain
+    writer also leaves its files there. With option ``capture``, ``arrowdiscard`` stores each
+    task's batches as an Arrow IPC file instead, for replaying them in-process."""
+    from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, WriterCommitMessage
+
+    class TaskStats(WriterCommitMessage):
+        def __init__(self, task, rows, batches, smallest, largest, schema):
+            self.info = {"task": task, "rows": rows, "batches": batches, "smallest_batch": smallest,
+                         "largest_batch": largest, "schema": schema}
+
+    class CountingWriter(DataSourceArrowWriter):
+        def __init__(self, options):
+            self.path = options["path"]
+            self.capture = options.get("capture", "false") == "true"
+            self.compression = options.get("compression", "zlib")
+            self.stripe_size = int(options.get("stripe_size", 8 * 1024 * 1024))
+            self.plain_orc = options.get("plain_orc", "false") == "true"
+
+        def _sink(self, task, schema):
+            import os
+
+            import pyarrow.orc as po
+            import pyarrow as pa
+
+            os.makedirs(self.path, exist_ok=True)
+            if self.plain_orc:
+                w = po.ORCWriter(os.path.join(self.path, f"part-{task:05d}.orc"), stripe_size=self.stripe_size,
+                                 compression=self.compression)
+                return (lambda b: w.write(pa.Table.from_batches([b]))), w.close
+            if self.capture:
+                w = pa.ipc.new_file(os.path.join(self.path, f"task-{task:05d}.arrow"), schema)
+                return w.write_batch, w.close
+            return None, None
+
+        def write(self, iterator):
+            from pyspark import TaskContext
+
+            ctx = TaskContext.get()
+            task = ctx.partitionId() if ctx else 0
+            rows = batches = 0
+            smallest, largest, schema = None, 0, None
+            put = close = None
+            for batch in iterator:
+                if put is None and (self.capture or self.plain_orc):
+                    put, close = self._sink(task, batch.schema)
+                if put is not None:
+                    put(batch)
+                n = batch.num_rows
+                rows += n
+                batches += 1
+                smallest = n if smallest is None else min(smallest, n)
+                largest = max(largest, n)
+                schema = schema or str(batch.schema)
+            if close is not None:
+                close()
+            return TaskStats(task, rows, batches, smallest, largest, schema)
+
+        def commit(self, messages):
+            import json
+            import os
+
+            os.makedirs(self.path, exist_ok=True)
+            with open(os.path.join(self.path, "_tasks.json"), "w") as f:
+                json.dump([m.info for m in messages if m is not None], f)
+
+        def abort(self, messages):
+            pass
+
+    class Discard(DataSource):
+        @classmethod
+        def name(cls):
+            return "arrowdiscard"
+
+        def writer(self, schema, overwrite):
+            return CountingWriter(self.options)
+
+    class PlainOrc(DataSource):
+        @classmethod
+        def name(cls):
+            return "arrowplainorc"
+
+        def writer(self, schema, overwrite):
+            return CountingWriter({**self.options, "plain_orc": "true"})
+
+    return Discard, PlainOrc
+
+
+def task_stats(path: str) -> list[dict]:
+    return json.loads((Path(path) / "_tasks.json").read_text())
+
+
+# --- Spark ------------------------------------------------------------------------------------------
+def start_spark(driver_memory: str, work: Path):
+    conf = {
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.shuffle.partitions": "2",
+        "spark.driver.memory": driver_memory,
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.warehouse.dir": str(work / "spark-warehouse"),
+    }
+    spark = acid_source.get_or_create_session(app_name="acidorc-write-benchmark", master="local[2]", conf=conf)
+    spark.sparkContext.setLogLevel("ERROR")
+    for source in _floor_sources():
+        spark.dataSource.register(source)
+    return spark
+
+
+# --- in-process: TaskWriter over the batches Spark handed to the tasks ------------------------------
+def load_capture(capture_dir: Path) -> list[tuple[int, list[pa.RecordBatch]]]:
+    """The captured batches of every task (memory-mapped, zero-copy), so that reading them is
+    not part of any measurement."""
+    tasks = []
+    for f in sorted(capture_dir.glob("task-*.arrow")):
+        reader = pa.ipc.open_file(pa.memory_map(str(f)))
+        tasks.append((int(f.stem.split("-")[1]), [reader.get_batch(i) for i in range(reader.num_record_batches)]))
+    return tasks
+
+
+def replay_tasks(tasks, table: str, metastore_url: str, options: dict | None = None,
+                 profile: cProfile.Profile | None = None) -> dict:
+    """Write the tasks' batches through the driver's WriteJob and one TaskWriter per task,
+    sequentially in this process (one thread), and commit - what the Spark tasks do, without Spark."""
+    from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+
+    from acid_source.options import WriteOptions
+    from acid_source.write.job import WriteJob
+    from acid_source.write.task import TaskWriter
+
+    # the schema the driver hands WriteJob.begin: Spark's, converted like AcidOrcDataSource.writer
+    spark_schema = to_arrow_schema(from_arrow_schema(tasks[0][1][0].schema), timezone="UTC")
+    job = WriteJob.begin(WriteOptions.parse({"path": table, "metastoreUrl": metastore_url, **(options or {})}),
+                         spark_schema, False)
+    results = []
+    t0, c0 = time.perf_counter(), time.process_time()
+    if profile:
+        profile.enable()
+    for task_id, batches in tasks:
+        task = TaskWriter(job.plan, task_id)
+        for batch in batches:
+            task.write(batch)
+        results.append(task.close())
+    if profile:
+        profile.disable()
+    seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
+    job.commit(results)
+    return {"rows": sum(r.rows for r in results), "seconds": round(seconds, 3), "cpu_seconds": round(cpu, 3),
+            "files": sum(len(r.files) for r in results), "batches": sum(len(b) for _, b in tasks),
+            "bytes": sum(os.path.getsize(f.path) for r in results for f in r.files)}
+
+
+def replay_plain_orc(tasks, out_dir: Path, compression: str) -> dict:
+    """The same batches written as plain rows by pyarrow's ORC writer, with acidorc's stripe size
+    and codec: the ORC encoding cost without the five ACID columns, the row struct and the footer
+    patch."""
+    from acid_source.orc.writer import DELTA_STRIPE_SIZE
+    import pyarrow.orc as po
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    t0, c0 = time.perf_counter(), time.process_time()
+    size = 0
+    for task_id, batches in tasks:
+        path = out_dir / f"part-{task_id:05d}.orc"
+        writer = po.ORCWriter(str(path), stripe_size=DELTA_STRIPE_SIZE, compression=compression)
+        for batch in batches:
+            writer.write(pa.Table.from_batches([batch]))
+        writer.close()
+        size += path.stat().st_size
+    seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
+    return {"rows": sum(b.num_rows for _, bs in tasks for b in bs), "seconds": round(seconds, 3),
+            "cpu_seconds": round(cpu, 3), "files": len(tasks), "batches": sum(len(b) for _, b in tasks),
+            "bytes": size}
+
+
+def profile_stages(stats: pstats.Stats) -> tuple[dict, float]:
+    """Seconds of a TaskWriter profile per stage of the write path. Cython calls (pa.array,
+    StructArray.from_arrays, ...) are not seen by cProfile: they count in their caller."""
+    task, rows_py, writer = "write/task.py", "write/rows.py", "orc/writer.py"
+    total = sum(v[2] for v in stats.stats.values())
+    orc_write = _cumtime(stats, "write", "pyarrow/orc.py", ("write",))
+    orc_close = _cumtime(stats, "close", "pyarrow/orc.py", ("close",))
+    insert_write = _cumtime(stats, "write", writer, ("write",))
+    insert_close = _cumtime(stats, "close", writer, ("close",))
+    stripe_counts = _cumtime(stats, "_stripe_row_counts", writer)
+    patch = _cumtime(stats, "append_user_metadata", writer)
+    key_index = _cumtime(stats, "format_key_index", "orc/files.py")
+    new_writer = _cumtime(stats, "_writer", task)
+    close_task = _cumtime(stats, "close", task)
+    stages = {
+        "intake: _data_columns (column lookup, casts, RecordBatch.from_arrays)": _cumtime(stats, "_data_columns", task),
+        "routing: group_rows (sort + take by partition key), partition_path":
+            _cumtime(stats, "group_rows", rows_py) + _cumtime(stats, "partition_path", rows_py)
+            + _cumtime(stats, "_with_keys", task),
+        "ACID event columns (np.full/arange, pa.array, StructArray, RecordBatch, Table)": insert_write - orc_write,
+        "ORC encoding: pyarrow ORCWriter.write (Arrow -> ORC, RLE, codec)": orc_write,
+        "ORC encoding: ORCWriter.close (last stripe, file footer)": orc_close,
+        "footer patch: stripe row counts (_stripe_row_counts: pyorc re-opens the file)": stripe_counts,
+        "footer patch: key index, append_user_metadata": patch + key_index
+            + max(0.0, insert_close - orc_close - stripe_counts - patch - key_index),
+        "files: open writers (ORCWriter, make_dirs, _orc_acid_version), move": new_writer + (close_task - insert_close),
+    }
+    stages["other (TaskWriter.write loop, select, small helpers)"] = max(0.0, total - sum(stages.values()))
+    return stages, total
+
+
+def profile_replay(tasks, work: Path, metastore_url: str, label: str, options: dict,
+                   out_dir: Path, stamp: str, tag: str) -> dict:
+    plain = replay_tasks(tasks, str(work / f"replay-{tag}"), metastore_url, options)
+    prof = cProfile.Profile()
+    profiled = replay_tasks(tasks, str(work / f"replay-{tag}-prof"), metastore_url, options, prof)
+    stats = pstats.Stats(prof)
+    stages, total = profile_stages(stats)
+    prof_path = out_dir / f"write_{stamp}_{tag}.prof"
+    prof.dump_stats(str(prof_path))
+    top = sorted(((tt, ct, nc, f"{Path(file).name}:{line}({func})" if line else func)
+                  for (file, line, func), (cc, nc, tt, ct, _) in stats.stats.items()), reverse=True)
+    for t in (f"replay-{tag}", f"replay-{tag}-prof"):
+        shutil.rmtree(work / t, ignore_errors=True)
+    return {
+        "label": label,
+        **plain,
+        "rows_per_second": round(plain["rows"] / plain["seconds"]),
+        "seconds_under_profiler": profiled["seconds"],
+        "profile_file": _rel(prof_path),
+        "total_seconds": round(total, 3),
+        "stages": {k: round(v, 3) for k, v in stages.items()},
+        "top_functions": [{"tottime": round(tt, 3), "cumtime": round(ct, 3), "calls": nc, "function": fn}
+                          for tt, ct, nc, fn in top[:15]],
+    }
+
+
+# --- main -------------------------------------------------------------------------------------------
+NO_BYTE_LIMIT = {"spark.sql.execution.arrow.maxBytesPerBatch": "2147483647"}
+
+DEFAULT_SCENARIOS = ("acidorc", "native_orc", "acidorc_nolimit", "acidorc_nolimit_zstd", "discard_ds",
+                     "acidorc_partitioned", "native_orc_partitioned")
+OPTIONAL_SCENARIOS = ("native_orc_zlib", "plain_orc_ds")
+
+
+@dataclass
+class Scenario:
+    label: str
+    write: Callable[[str], None]
+    quick: Callable[[str], dict]  # count and sum(id) of the output, after every timed run
+    full: Callable[[str], dict]  # + hash of all columns, after the warm-up run
+    conf: dict = field(default_factory=dict)  # session settings during the write
+    reference: str = "native_orc"
+    acid: bool = False
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rows", type=int, default=5_000_000, help="rows appended per write (default 5M)")
+    ap.add_argument("--repeat", type=int, default=3, help="timed runs per scenario, after one warm-up")
+    ap.add_argument("--partitions", type=int, default=30,
+                    help="distinct days = table partitions of the partitioned variant (0: skip it)")
+    ap.add_argument("--tasks", type=int, default=4, help="input partitions of the DataFrame = write tasks")
+    ap.add_argument("--scenarios", default="default",
+                    help="comma-separated scenario names, 'default' or 'all' "
+                         f"(default: {','.join(DEFAULT_SCENARIOS)}; optional: {','.join(OPTIONAL_SCENARIOS)})")
+    ap.add_argument("--driver-memory", default="4g")
+    ap.add_argument("--profile", choices=("auto", "always", "never"), default="auto",
+                    help="cProfile TaskWriter in-process over the tasks' batches (auto: when the ratio exceeds 1.5)")
+    ap.add_argument("--work-dir", type=Path, default=None,
+                    help="where the tables are written (default: a fresh temp dir, removed at the end)")
+    ap.add_argument("--results-dir", type=Path, default=HERE / "results")
+    args = ap.parse_args(argv)
+    if args.repeat < 1:
+        ap.error("--repeat must be at least 1")
+    if args.rows < 1000 or args.tasks < 1 or args.partitions < 0:
+        ap.error("--rows must be at least 1000, --tasks at least 1, --partitions at least 0")
+    if args.scenarios in ("default", "all"):
+        chosen = list(DEFAULT_SCENARIOS) + (list(OPTIONAL_SCENARIOS) if args.scenarios == "all" else [])
+    else:
+        chosen = [n.strip() for n in args.scenarios.split(",") if n.strip()]
+        unknown = set(chosen) - set(DEFAULT_SCENARIOS) - set(OPTIONAL_SCENARIOS)
+        if unknown:
+            ap.error(f"unknown scenario(s) {', '.join(sorted(unknown))}")
+        chosen = list(dict.fromkeys(["acidorc", "native_orc"] + chosen))  # the ratio needs both
+    if not args.partitions:
+        chosen = [n for n in chosen if not n.endswith("_partitioned")]
+
+    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    if args.work_dir:
+        args.work_dir.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="acidorc-write-bench-", dir=args.work_dir))
+    # our own transaction store, set before Spark starts so that its Python workers inherit it
+    metastore_url = f"sqlite:///{work / 'metastore.db'}"
+    os.environ["ACIDORC_METASTORE_URL"] = metastore_url
+    try:
+        return run(args, chosen, stamp, work, metastore_url)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def run(args, chosen: list[str], stamp: str, work: Path, metastore_url: str) -> int:
+    from pyspark.sql import functions as F
+
+    t_start = time.perf_counter()
+    log(f"work dir {work}, metastore {metastore_url}")
+    log("starting Spark (local[2]) ...")
+    spark = start_spark(args.driver_memory, work)
+    native_codec = spark.conf.get("spark.sql.orc.compression.codec")
+    byte_limit = spark.conf.get("spark.sql.execution.arrow.maxBytesPerBatch")
+    acid_codec = "zlib"  # acidorc's default (Hive's)
+
+    # 1. the input, cached and materialized before anything is timed
+    t0 = time.perf_counter()
+    df = make_frame(spark, args.rows, args.tasks, args.partitions or 30).cache()
+    df.write.format("noop").mode("overwrite").save()
+    gen_s = time.perf_counter() - t0
+    source = fingerprint(df, days=True)
+    expected_sum = args.rows * (args.rows - 1) // 2
+    if (source["rows"], source["sum_id"]) != (args.rows, expected_sum):
+        raise SystemExit(f"the generated DataFrame holds {source}, expected {args.rows} rows / sum {expected_sum}")
+    n_days = source.pop("partitions")
+    input_tasks = df.rdd.getNumPartitions()
+    log(f"input: {args.rows:,} rows in {input_tasks} partitions, {n_days} distinct days, cached "
+        f"({gen_s:.1f}s); schema {df.schema.simpleString()}")
+
+    counter = {"n": 0}
+
+    def fresh(name: str) -> str:
+        counter["n"] += 1
+        return str(work / f"{counter['n']:03d}-{name}")
+
+    def acid_read(path):
+        return spark.read.format("acidorc").load(path)
+
+    def java_orc_check(path) -> dict:
+        """The ACID event files through Spark's (Java) ORC reader: only possible with all six
+        event columns requested - ORC's SchemaEvolution wraps any other reader schema of an
+        ACID file into the event struct once more (and then fails) - so nested schema pruning is
+        switched off for this query."""
+        key = "spark.sql.optimizer.nestedSchemaPruning.enabled"
+        before = spark.conf.get(key)
+        spark.conf.set(key, "false")
+        try:
+            events = spark.read.option("recursiveFileLookup", "true").orc(path)
+            row = events.agg(
+                F.count(F.lit(1)).alias("rows"), F.sum("row.id").alias("sum_id"),
+                F.min("operation").alias("min_op"), F.max("operation").alias("max_op"),
+                F.min("originalTransaction").alias("min_otxn"), F.max("currentTransaction").alias("max_ctxn"),
+                F.min("rowId").alias("min_row_id"), F.max("rowId").alias("max_row_id"),
+                F.countDistinct("bucket").alias("bucket_values"),
+            ).first().asDict()
+        finally:
+            spark.conf.set(key, before)
+        return {k: int(v) for k, v in row.items()}
+
+    def acidorc(options: dict, conf: dict, label: str, partitioned=False) -> Scenario:
+        def write(p):
+            w = df.write.format("acidorc").mode("append")
+            for k, v in options.items():
+                w = w.option(k, v)
+            w.save(p)
+        return Scenario(label, write, lambda p: quick_check(acid_read(p)),
+                        lambda p: fingerprint(acid_read(p), days=partitioned), conf,
+                        "native_orc_partitioned" if partitioned else "native_orc", acid=True)
+
+    def native(label: str, codec: str | None = None, partitioned=False) -> Scenario:
+        def write(p):
+            w = df.write
+            if codec:
+                w = w.option("compression", codec)
+            (w.partitionBy("day") if partitioned else w).orc(p)
+        return Scenario(label, write, lambda p: quick_check(spark.read.orc(p)),
+                        lambda p: fingerprint(spark.read.orc(p), days=partitioned),
+                        reference="native_orc_partitioned" if partitioned else "native_orc")
+
+    def counted(p):
+        return {"rows": sum(t["rows"] for t in task_stats(p)), "sum_id": expected_sum}
+
+    available = {
+        "acidorc": lambda: acidorc({}, {}, "acidorc append (defaults: zlib)"),
+        "native_orc": lambda: native(f"Spark native ORC ({native_codec})"),
+        "acidorc_nolimit": lambda: acidorc({}, NO_BYTE_LIMIT, "acidorc, maxBytesPerBatch=INT_MAX"),
+        "acidorc_nolimit_zstd": lambda: acidorc({"compression": "zstd"}, NO_BYTE_LIMIT,
+                                                "acidorc, INT_MAX + compression=zstd"),
+        "native_orc_zlib": lambda: native("Spark native ORC (zlib)", "zlib"),
+        "discard_ds": lambda: Scenario(
+            "Python DS, discard batches (floor)",
+            lambda p: df.write.format("arrowdiscard").mode("append").save(p),
+            counted, lambda p: {**counted(p), "hash": source["hash"]}),
+        "plain_orc_ds": lambda: Scenario(
+            f"pyarrow plain ORC ({acid_codec}) in a Python DS",
+            lambda p: df.write.format("arrowplainorc").option("compression", acid_codec).mode("append").save(p),
+            lambda p: quick_check(spark.read.orc(p + "/*.orc")),
+            lambda p: fingerprint(spark.read.orc(p + "/*.orc"))),
+        "acidorc_partitioned": lambda: acidorc({"partitionColumns": "day"}, {},
+                                               "acidorc, partitionColumns=day", partitioned=True),
+        "native_orc_partitioned": lambda: native(f"Spark native ORC, partitionBy(day)", partitioned=True),
+    }
+    scenarios = {n: available[n]() for n in chosen}
+
+    def write_with_conf(sc: Scenario, path: str) -> None:
+        for k, v in sc.conf.items():
+            spark.conf.set(k, v)
+        try:
+            sc.write(path)
+        finally:
+            for k in sc.conf:
+                spark.conf.unset(k)
+
+    def output_info(path: str) -> dict:
+        files = [f for f in Path(path).rglob("*") if f.is_file() and not f.name.startswith(("_", "."))
+                 and not f.name.endswith(".crc")]
+        return {"files": len(files), "bytes": sum(f.stat().st_size for f in files)}
+
+    meter = CpuMeter(getattr(getattr(spark.sparkContext._gateway, "proc", None), "pid", None))
+
+    # 2. warm-up of each scenario, fully verified (hash of all columns read back)
+    verification, outputs = {}, {}
+    for name, sc in scenarios.items():
+        path = fresh(name)
+        t0 = time.perf_counter()
+        write_with_conf(sc, path)
+        wall = time.perf_counter() - t0
+        fp = sc.full(path)
+        outputs[name] = output_info(path)
+        if sc.acid:
+            fp["java_orc_reader"] = java_orc_check(path)
+        if name == "discard_ds":
+            outputs[name]["task_batches"] = task_stats(path)
+        verification[name] = fp
+        problems = [k for k in ("rows", "sum_id", "hash") if fp[k] != source[k]]
+        if "partitions" in fp and fp["partitions"] != n_days:
+            problems.append("partitions")
+        java = fp.get("java_orc_reader")
+        if java and ((java["rows"], java["sum_id"], java["min_op"], java["max_op"], java["min_row_id"])
+                     != (args.rows, expected_sum, 0, 0, 0) or java["min_otxn"] != java["max_ctxn"]):
+            problems.append("java_orc_reader")
+        if problems:
+            raise SystemExit(f"{name}: output differs from the input in {problems}: {fp} vs {source}")
+        log(f"  warm-up {name}: {wall:.2f}s, {outputs[name]['files']} files, "
+            f"{outputs[name]['bytes'] / 2**20:.0f} MiB, verified ({time.perf_counter() - t0:.1f}s with checks)")
+        shutil.rmtree(path, ignore_errors=True)
+    log(f"verified: every scenario wrote {args.rows:,} rows, sum(id) {expected_sum:,} and the input's hash of all "
+        f"columns; acidorc's files also read by Spark's Java ORC reader (all inserts, one write id)")
+    batch_info = outputs.get("discard_ds", {}).get("task_batches")
+
+    # 3. timed runs, round-robin so that drifting machine load hits every scenario alike
+    times = {n: [] for n in scenarios}
+    cpu = {n: [] for n in scenarios}
+    loads = [load_average()]
+    others_cpu = timed_wall = 0.0
+    for rep in range(args.repeat):
+        for name, sc in scenarios.items():
+            path = fresh(name)
+            wall, jvm, py, others = meter.measure(lambda: write_with_conf(sc, path))
+            check = sc.quick(path)
+            if check != {"rows": args.rows, "sum_id": expected_sum}:
+                raise SystemExit(f"{name} run {rep + 1}: read back {check}")
+            shutil.rmtree(path, ignore_errors=True)
+            times[name].append(wall)
+            cpu[name].append((jvm, py))
+            timed_wall += wall
+            others_cpu += others or 0.0
+        loads.append(load_average())
+        log(f"run {rep + 1}/{args.repeat}: " + ", ".join(f"{n} {t[-1]:.2f}s" for n, t in times.items())
+            + f"  (load average {loads[-1]})")
+    contention = others_cpu / (timed_wall * (os.cpu_count() or 1)) if timed_wall and meter.available else None
+
+    median = {n: statistics.median(t) for n, t in times.items()}
+    cpu_median = {}
+    for n, values in cpu.items():
+        if all(j is not None for j, _ in values):
+            cpu_median[n] = (statistics.median(j for j, _ in values), statistics.median(p for _, p in values))
+
+    def ratio_of(name):
+        ref = scenarios[name].reference
+        return median[name] / median[ref] if ref in median else None
+
+    def cpu_ratio_of(name):
+        ref = scenarios[name].reference
+        if name in cpu_median and ref in cpu_median:
+            return sum(cpu_median[name]) / max(1e-9, sum(cpu_median[ref]))
+        return None
+
+    ratio, cpu_ratio = ratio_of("acidorc"), cpu_ratio_of("acidorc")
+
+    # 4. in-process TaskWriter over the very batches Spark hands the tasks (profiled if needed)
+    in_process, profiles = {}, []
+    want_profile = args.profile == "always" or (args.profile == "auto" and ratio > TARGET_RATIO)
+    if want_profile:
+        log("capturing the tasks' Arrow batches, then replaying them through TaskWriter in-process ...")
+        capture = Path(fresh("capture"))
+        df.write.format("arrowdiscard").option("capture", "true").mode("append").save(str(capture))
+        spark.stop()  # give the in-process replay the whole machine
+        log("Spark stopped")
+        tasks = load_capture(capture)
+        args.results_dir.mkdir(parents=True, exist_ok=True)
+        profiles.append(profile_replay(tasks, work, metastore_url, "acidorc, zlib", {}, args.results_dir,
+                                       stamp, "plain"))
+        in_process["acidorc, zlib"] = {k: profiles[-1][k] for k in ("rows", "seconds", "cpu_seconds", "files",
+                                                                    "batches", "bytes")}
+        in_process["acidorc, zstd"] = replay_tasks(tasks, str(work / "replay-zstd"), metastore_url,
+                                                   {"compression": "zstd"})
+        in_process[f"pyarrow ORCWriter, plain rows, {acid_codec}"] = replay_plain_orc(
+            tasks, work / "replay-plain-orc", acid_codec)
+        if args.partitions:
+            profiles.append(profile_replay(tasks, work, metastore_url, "acidorc, zlib, partitionColumns=day",
+                                           {"partitionColumns": "day"}, args.results_dir, stamp, "partitioned"))
+            in_process["acidorc, zlib, partitionColumns=day"] = {
+                k: profiles[-1][k] for k in ("rows", "seconds", "cpu_seconds", "files", "batches", "bytes")}
+        del tasks
+        for d in (capture, work / "replay-zstd", work / "replay-plain-orc"):
+            shutil.rmtree(d, ignore_errors=True)
+    else:
+        spark.stop()
+        log("Spark stopped")
+
+    # 5. report
+    lines = [
+        f"acidorc write benchmark {stamp}: local[2], {os.cpu_count()} cores, Spark {spark_version()}, "
+        f"pyarrow {pa.__version__}, append of a cached DataFrame",
+        f"input: {args.rows:,} rows (id bigint, name string, amount double, day date, price decimal(12,2)), "
+        f"{input_tasks} partitions = write tasks, {n_days} distinct days; Spark's defaults: ORC codec {native_codec}, "
+        f"arrow.maxBytesPerBatch {byte_limit}",
+        "",
+        f"{'scenario':<38}{'files':>6}{'MiB':>5}{'median s':>9}{'rows/s':>12}{'vs native':>10}"
+        f"{'CPU s jvm+py':>14}   runs (s)",
+    ]
+    for name, sc in scenarios.items():
+        c = cpu_median.get(name)
+        cpu_text = f"{c[0]:.1f}+{c[1]:.1f}" if c else "n/a"
+        r = ratio_of(name)
+        lines.append(f"{sc.label:<38}{outputs[name]['files']:>6}{outputs[name]['bytes'] / 2**20:>5.0f}"
+                     f"{median[name]:>9.2f}{args.rows / median[name]:>12,.0f}"
+                     + (f"{r:>9.2f}x" if r else f"{'':>10}") + f"{cpu_text:>14}   "
+                     + " ".join(f"{t:.2f}" for t in times[name]))
+    verdict = "MET" if ratio <= TARGET_RATIO else "NOT MET"
+    lines.append(f"ratio acidorc/native (median wall, both with defaults) = {ratio:.2f}, target <= {TARGET_RATIO}: "
+                 f"{verdict}" + (f"; CPU-seconds ratio {cpu_ratio:.2f}" if cpu_ratio else ""))
+    for name in ("acidorc_nolimit", "acidorc_nolimit_zstd", "acidorc_partitioned"):
+        if name in scenarios:
+            r, cr = ratio_of(name), cpu_ratio_of(name)
+            lines.append(f"  {scenarios[name].label}: ratio {r:.2f} ({'MET' if r <= TARGET_RATIO else 'NOT MET'})"
+                         + (f", CPU-seconds ratio {cr:.2f}" if cr else ""))
+    if contention is not None:
+        lines.append(f"other processes used {100 * contention:.0f}% of the machine's CPU during the timed runs"
+                     + (" - wall times are inflated; compare CPU seconds" if contention > 0.1 else "")
+                     + f"; load average {loads[0]} -> {loads[-1]}")
+    if batch_info:
+        lines.append(f"Spark hands each Python writer task {batch_info[0]['batches']} Arrow batches of up to "
+                     f"{batch_info[0]['largest_batch']:,} rows ({batch_info[0]['schema'].replace(chr(10), ', ')})")
+    if in_process:
+        lines.append("")
+        lines.append(f"{'in-process, same batches, 1 thread, Spark stopped':<52}{'files':>6}{'MiB':>5}{'wall s':>8}"
+                     f"{'CPU s':>7}{'rows/s':>12}")
+        for label, r in in_process.items():
+            lines.append(f"  {label:<50}{r['files']:>6}{r['bytes'] / 2**20:>5.0f}{r['seconds']:>8.2f}"
+                         f"{r['cpu_seconds']:>7.2f}{r['rows'] / r['seconds']:>12,.0f}")
+    for p in profiles:
+        lines.append("")
+        lines.append(f"where TaskWriter's time goes ({p['label']}; cProfile: {p['seconds_under_profiler']:.2f}s; "
+                     f"{p['profile_file']}):")
+        total = p["total_seconds"] or 1.0
+        for label, secs in p["stages"].items():
+            lines.append(f"  {label:<78}{secs:>6.2f}s {100 * secs / total:>5.1f}%")
+    lines.append(f"(whole run {time.perf_counter() - t_start:.0f}s)")
+    report = "\n".join(lines)
+    print("\n" + report, flush=True)
+
+    args.results_dir.mkdir(parents=True, exist_ok=True)
+    out = args.results_dir / f"write_{stamp}.json"
+    out.write_text(json.dumps({
+        "timestamp": stamp,
+        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
+                    "spark": spark_version(), "pyarrow": pa.__version__, "master": "local[2]",
+                    "driver_memory": args.driver_memory, "load_average_per_round": loads,
+                    "others_cpu_share_during_runs": round(contention, 3) if contention is not None else None},
+        "params": {"rows": args.rows, "repeat": args.repeat, "tasks": input_tasks, "days": n_days,
+                   "acid_codec": acid_codec, "native_codec": native_codec,
+                   "spark_arrow_max_bytes_per_batch": byte_limit, "generation_seconds": round(gen_s, 3),
+                   "scenarios": chosen},
+        "input_fingerprint": source,
+        "verification": verification,
+        "batches_per_task": batch_info,
+        "scenarios": {n: {"label": sc.label, "conf": sc.conf, **outputs[n],
+                          "runs": [round(t, 3) for t in times[n]], "median_seconds": round(median[n], 3),
+                          "rows_per_second": round(args.rows / median[n]),
+                          "vs_native": round(ratio_of(n), 3) if ratio_of(n) else None,
+                          "cpu_runs_jvm_python": [[None if x is None else round(x, 2) for x in c] for c in cpu[n]],
+                          "cpu_median_jvm_python": [round(x, 2) for x in cpu_median[n]] if n in cpu_median else None}
+                      for n, sc in scenarios.items()},
+        "ratio_acidorc_native": round(ratio, 3),
+        "cpu_ratio_acidorc_native": round(cpu_ratio, 3) if cpu_ratio else None,
+        "target_ratio": TARGET_RATIO,
+        "target_met": ratio <= TARGET_RATIO,
+        "in_process": in_process,
+        "in_process_profiles": profiles,
+        "report": report,
+    }, indent=1, default=str))
+    log(f"\nwrote {_rel(out)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
