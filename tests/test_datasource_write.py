@@ -8,10 +8,11 @@ import pytest
 pytestmark = pytest.mark.spark
 
 TYPES = ("b boolean, ti tinyint, si smallint, i int, bi bigint, f float, d double, s string, "
-         "bin binary, dec decimal(12,3), da date, ts timestamp_ntz, "
+         "bin binary, dec decimal(12,3), da date, ts timestamp_ntz, tz timestamp, "
          "st struct<x:int,y:array<string>>, l array<bigint>, m map<string,int>")
 ROW = (True, -3, 300, 70000, 2**40, 1.5, 2.25, "str", bytearray(b"\x00\xff"), Decimal("123.456"),
-       dt.date(2024, 2, 29), dt.datetime(2024, 1, 2, 3, 4, 5, 123456), (7, ["a", None]), [1, 2], {"k": 9})
+       dt.date(2024, 2, 29), dt.datetime(2024, 1, 2, 3, 4, 5, 123456), dt.datetime(2023, 6, 7, 8, 9, 10),
+       (7, ["a", None]), [1, 2], {"k": 9})
 
 
 def test_round_trip_every_type(spark, tmp_path):

@@ -148,6 +148,21 @@ def append_user_metadata(path: str, items: dict[str, bytes]) -> None:
 
 
 # --- writing insert events -------------------------------------------------------------------
+def _without_time_zones(schema: pa.Schema) -> pa.Schema:
+    def convert(t: pa.DataType) -> pa.DataType:
+        if pa.types.is_timestamp(t) and t.tz is not None:
+            return pa.timestamp(t.unit)
+        if pa.types.is_struct(t):
+            return pa.struct([f.with_type(convert(f.type)) for f in t])
+        if pa.types.is_map(t):
+            return pa.map_(convert(t.key_type), convert(t.item_type))
+        if pa.types.is_list(t):
+            return pa.list_(t.value_field.with_type(convert(t.value_type)))
+        return t
+
+    return pa.schema([f.with_type(convert(f.type)) for f in schema])
+
+
 @dataclass(frozen=True)
 class WrittenFile:
     path: str
@@ -164,6 +179,11 @@ class InsertFileWriter:
                  compression: str = "zlib", stripe_size: int = DELTA_STRIPE_SIZE, plain: bool = False):
         self.path = path
         self.plain = plain
+        self.input_schema = row_schema
+        # Spark's timestamp (with a time zone) would become ORC "timestamp with local time zone",
+        # which is not Hive's timestamp and Hive 2/3 readers reject: store UTC wall-clock values
+        row_schema = _without_time_zones(row_schema)
+        self.row_schema = row_schema
         self.row_type = pa.struct(list(row_schema))
         self.schema = row_schema if plain else acid_schema(self.row_type)
         self.write_id = write_id
@@ -178,6 +198,8 @@ class InsertFileWriter:
         n = batch.num_rows
         if n == 0:
             return
+        if batch.schema != self.row_schema:
+            batch = batch.cast(self.row_schema)
         if self.plain:
             self._writer.write(pa.Table.from_batches([batch]))
             self.rows += n

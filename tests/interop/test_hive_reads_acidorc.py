@@ -85,11 +85,12 @@ def test_every_type(hive, tmp_path):
                ("i", "int", pa.int32()), ("bi", "bigint", pa.int64()), ("d", "double", pa.float64()),
                ("s", "string", pa.string()), ("bin", "binary", pa.binary()),
                ("dec", "decimal(12,3)", pa.decimal128(12, 3)), ("da", "date", pa.date32()),
-               ("ts", "timestamp", pa.timestamp("us")),
+               ("ts", "timestamp", pa.timestamp("us")), ("tz", "timestamp", pa.timestamp("us", tz="UTC")),
                ("l", "array<bigint>", pa.list_(pa.int64())), ("m", "map<string,int>", pa.map_(pa.string(), pa.int32())),
                ("st", "struct<x:int,y:string>", pa.struct([("x", pa.int32()), ("y", pa.string())]))]
     values = [True, -3, 300, 70000, 2**40, 2.25, "héllo", b"\x00\xff", Decimal("123.456"), dt.date(2024, 2, 29),
-              dt.datetime(2024, 1, 2, 3, 4, 5, 123456), [1, 2], [("k", 9)], {"x": 7, "y": "n"}]
+              dt.datetime(2024, 1, 2, 3, 4, 5, 123456), dt.datetime(2023, 6, 7, 8, 9, 10, tzinfo=dt.timezone.utc),
+              [1, 2], [("k", 9)], {"x": 7, "y": "n"}]
     rows = pa.RecordBatch.from_arrays([pa.array([v, None], type=c[2]) for v, c in zip(values, columns)],
                                       names=[c[0] for c in columns])
     write(t, [[rows]])
@@ -100,5 +101,6 @@ def test_every_type(hive, tmp_path):
     assert full[1:8] == (True, -3, 300, 70000, 2**40, 2.25, "héllo") and bytes(full[8]) == b"\x00\xff"
     assert full[9] == Decimal("123.456") and full[10] == dt.date(2024, 2, 29)
     assert full[11] == dt.datetime(2024, 1, 2, 3, 4, 5, 123456)
-    assert list(full[12]) == [1, 2] and dict(full[13]) == {"k": 9} and tuple(full[14]) == (7, "n")
+    assert full[12] == dt.datetime(2023, 6, 7, 8, 9, 10)  # a zoned timestamp is stored as UTC wall clock
+    assert list(full[13]) == [1, 2] and dict(full[14]) == {"k": 9} and tuple(full[15]) == (7, "n")
     assert all(v is None for v in next(r for r in got if r[1] is None)[1:])
