@@ -76,21 +76,26 @@ def _timestamp_column_ids(node) -> list[int]:
     return [cid for child in children for cid in _timestamp_column_ids(child)]
 
 
-def with_microsecond_timestamps(schema: pa.Schema) -> pa.Schema:
-    """The schema with every timestamp at microsecond precision, as Spark and Hive hold them."""
+def map_timestamps(schema: pa.Schema, convert) -> pa.Schema:
+    """The schema with ``convert`` applied to every timestamp type, nested ones included."""
 
-    def convert(t: pa.DataType) -> pa.DataType:
+    def walk(t: pa.DataType) -> pa.DataType:
         if pa.types.is_timestamp(t):
-            return pa.timestamp("us", t.tz)
+            return convert(t)
         if pa.types.is_struct(t):
-            return pa.struct([f.with_type(convert(f.type)) for f in t])
+            return pa.struct([f.with_type(walk(f.type)) for f in t])
         if pa.types.is_map(t):
-            return pa.map_(convert(t.key_type), convert(t.item_type))
+            return pa.map_(walk(t.key_type), walk(t.item_type))
         if pa.types.is_list(t):
-            return pa.list_(t.value_field.with_type(convert(t.value_type)))
+            return pa.list_(t.value_field.with_type(walk(t.value_type)))
         return t
 
-    return pa.schema([f.with_type(convert(f.type)) for f in schema])
+    return pa.schema([f.with_type(walk(f.type)) for f in schema])
+
+
+def with_microsecond_timestamps(schema: pa.Schema) -> pa.Schema:
+    """The schema with every timestamp at microsecond precision, as Spark and Hive hold them."""
+    return map_timestamps(schema, lambda t: pa.timestamp("us", t.tz))
 
 
 def parse_key_index(text: str) -> list[Key]:

@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.orc as paorc
 
 from ..errors import CorruptFileError
-from .files import ACID_STATS, ACID_VERSION, KEY_INDEX, OP_INSERT, format_key_index
+from .files import ACID_STATS, ACID_VERSION, KEY_INDEX, OP_INSERT, format_key_index, map_timestamps
 
 DELTA_STRIPE_SIZE = 8 * 1024 * 1024  # Hive divides stripe sizes by 8 for delta files
 _FOOTER_METADATA_FIELD = 5
@@ -149,18 +149,7 @@ def append_user_metadata(path: str, items: dict[str, bytes]) -> None:
 
 # --- writing insert events -------------------------------------------------------------------
 def _without_time_zones(schema: pa.Schema) -> pa.Schema:
-    def convert(t: pa.DataType) -> pa.DataType:
-        if pa.types.is_timestamp(t) and t.tz is not None:
-            return pa.timestamp(t.unit)
-        if pa.types.is_struct(t):
-            return pa.struct([f.with_type(convert(f.type)) for f in t])
-        if pa.types.is_map(t):
-            return pa.map_(convert(t.key_type), convert(t.item_type))
-        if pa.types.is_list(t):
-            return pa.list_(t.value_field.with_type(convert(t.value_type)))
-        return t
-
-    return pa.schema([f.with_type(convert(f.type)) for f in schema])
+    return map_timestamps(schema, lambda t: pa.timestamp(t.unit))
 
 
 @dataclass(frozen=True)
