@@ -482,7 +482,7 @@ def run(args, chosen: list[str], stamp: str, work: Path, metastore_url: str) -> 
             lambda p: fingerprint(spark.read.orc(p + "/*.orc"))),
         "acidorc_partitioned": lambda: acidorc({"partitionColumns": "day"}, {},
                                                "acidorc, partitionColumns=day", partitioned=True),
-        "native_orc_partitioned": lambda: native(f"Spark native ORC, partitionBy(day)", partitioned=True),
+        "native_orc_partitioned": lambda: native("Spark native ORC, partitionBy(day)", partitioned=True),
     }
     scenarios = {n: available[n]() for n in chosen}
 

@@ -38,7 +38,6 @@ import pytest
 pytest.importorskip("pyorc")
 pytest.importorskip("py4j")
 
-from acid_source.errors import CorruptFileError  # noqa: E402
 from core_read import read_rows  # noqa: E402
 from hivegen import DELETE, INSERT, Event, HiveTable, bucket_property, delta_name  # noqa: E402
 

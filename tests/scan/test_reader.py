@@ -4,7 +4,6 @@ import datetime as dt
 import struct
 from decimal import Decimal
 
-import pytest
 from core_read import data, plan, read_rows
 from hivegen import DELETE, INSERT, UPDATE, Event, HiveTable, bucket_property, delta_name
 
