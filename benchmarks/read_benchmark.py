@@ -309,6 +309,20 @@ def profile_core(table: str, out_dir: Path, stamp: str) -> dict:
 
 
 # --- main -------------------------------------------------------------------------------------------
+def machine_info(driver_memory: str, loads, contention) -> dict:
+    """The machine record of a results file (shared with write_benchmark.py)."""
+    return {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
+            "spark": spark_version(), "pyarrow": pa.__version__, "master": "local[2]",
+            "driver_memory": driver_memory, "load_average_per_round": loads,
+            "others_cpu_share_during_runs": round(contention, 3) if contention is not None else None}
+
+
+def stage_lines(profile: dict) -> list[str]:
+    """A profile's time per stage, one line each, with its share of the total."""
+    total = profile["total_seconds"] or 1.0
+    return [f"  {label:<78}{secs:>6.2f}s {100 * secs / total:>5.1f}%" for label, secs in profile["stages"].items()]
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=10_000_000, help="rows inserted in total (default 10M)")
@@ -470,9 +484,7 @@ def main(argv=None) -> int:
         lines.append("")
         lines.append(f"where read_split's time goes (default plan, cProfile: "
                      f"{profile['read_seconds_under_profiler']:.2f}s; {profile['profile_file']}):")
-        total = profile["total_seconds"] or 1.0
-        for label, secs in profile["stages"].items():
-            lines.append(f"  {label:<78}{secs:>6.2f}s {100 * secs / total:>5.1f}%")
+        lines.extend(stage_lines(profile))
     report = "\n".join(lines)
     print("\n" + report, flush=True)
 
@@ -480,10 +492,7 @@ def main(argv=None) -> int:
     out = args.results_dir / f"read_{stamp}.json"
     out.write_text(json.dumps({
         "timestamp": stamp,
-        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
-                    "spark": spark_version(), "pyarrow": pa.__version__, "master": "local[2]",
-                    "driver_memory": args.driver_memory, "load_average_per_round": loads,
-                    "others_cpu_share_during_runs": round(contention, 3) if contention is not None else None},
+        "machine": machine_info(args.driver_memory, loads, contention),
         "params": {**manifest["params"], "repeat": args.repeat, "split_bytes": split_bytes},
         "data": {k: manifest[k] for k in ("key", "expected", "build_seconds", "build_cpu_seconds", "acid_files",
                                             "acid_bytes", "acid_events", "plain_bytes", "cached")},

@@ -13,7 +13,6 @@ import cProfile
 import datetime as dt
 import json
 import os
-import platform
 import pstats
 import shutil
 import statistics
@@ -30,7 +29,8 @@ sys.path.insert(0, str(HERE))
 import pyarrow as pa  # noqa: E402
 
 import acid_source  # noqa: E402
-from read_benchmark import CpuMeter, _cumtime, _rel, load_average, log, spark_version  # noqa: E402
+from read_benchmark import (  # noqa: E402
+    CpuMeter, _cumtime, _rel, load_average, log, machine_info, spark_version, stage_lines)
 
 TARGET_RATIO = 1.5
 DAY0 = "2026-01-01"
@@ -648,9 +648,7 @@ def run(args, chosen: list[str], stamp: str, work: Path, metastore_url: str) -> 
         lines.append("")
         lines.append(f"where TaskWriter's time goes ({p['label']}; cProfile: {p['seconds_under_profiler']:.2f}s; "
                      f"{p['profile_file']}):")
-        total = p["total_seconds"] or 1.0
-        for label, secs in p["stages"].items():
-            lines.append(f"  {label:<78}{secs:>6.2f}s {100 * secs / total:>5.1f}%")
+        lines.extend(stage_lines(p))
     lines.append(f"(whole run {time.perf_counter() - t_start:.0f}s)")
     report = "\n".join(lines)
     print("\n" + report, flush=True)
@@ -659,10 +657,7 @@ def run(args, chosen: list[str], stamp: str, work: Path, metastore_url: str) -> 
     out = args.results_dir / f"write_{stamp}.json"
     out.write_text(json.dumps({
         "timestamp": stamp,
-        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
-                    "spark": spark_version(), "pyarrow": pa.__version__, "master": "local[2]",
-                    "driver_memory": args.driver_memory, "load_average_per_round": loads,
-                    "others_cpu_share_during_runs": round(contention, 3) if contention is not None else None},
+        "machine": machine_info(args.driver_memory, loads, contention),
         "params": {"rows": args.rows, "repeat": args.repeat, "tasks": input_tasks, "days": n_days,
                    "acid_codec": acid_codec, "native_codec": native_codec,
                    "spark_arrow_max_bytes_per_batch": byte_limit, "generation_seconds": round(gen_s, 3),
