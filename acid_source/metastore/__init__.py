@@ -4,7 +4,7 @@ aborted, and which write ids they own. The single source of truth for what reade
 SQLite (a file under ``~/.acidorc``) by default; any SQLAlchemy URL otherwise.
 """
 
-from .engine import ENV_URL, default_url
+from .engine import ENV_URL, check_shareable, default_url
 from .store import CONFLICT_CHECKED, OPERATIONS, TXN_STATES, Metastore
 from .tableinfo import TableInfo, normalize_location
 
@@ -15,6 +15,7 @@ __all__ = [
     "TXN_STATES",
     "Metastore",
     "TableInfo",
+    "check_shareable",
     "default_url",
     "normalize_location",
 ]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from urllib.parse import unquote, urlsplit
 
 import sqlalchemy as sa
 from sqlalchemy import event
@@ -28,6 +29,8 @@ WRITE_OPTION = "acidorc_write"
 _LOCK_MESSAGES = ("database is locked", "database is busy", "database table is locked")
 _RETRYABLE_SQLSTATES = {"40001", "40P01"}  # serialization failure, deadlock (PostgreSQL et al.)
 _RETRYABLE_MYSQL_CODES = {1205, 1213}  # lock wait timeout, deadlock
+# server databases whose default (read committed) gives every statement its own snapshot
+_READ_ISOLATION = {"postgresql": "REPEATABLE READ", "mysql": "REPEATABLE READ", "mariadb": "REPEATABLE READ"}
 
 
 def default_url() -> str:
@@ -44,29 +47,47 @@ def default_url() -> str:
 def sqlite_store_missing(url: str | os.PathLike | None) -> bool:
     """True when ``url`` names a SQLite file that does not exist yet: such a store knows no
     tables, and a reader need not create it just to find that out."""
-    text = os.environ.get(ENV_URL, "").strip() if url is None else str(url)
+    text = os.environ.get(ENV_URL, "").strip() if url is None else url
     if url is None and not text:
         return not (Path(os.path.expanduser("~")) / ".acidorc" / "metastore.db").exists()
-    parsed = parse_url(text)
-    if parsed.get_backend_name() != "sqlite" or not parsed.database or parsed.database == ":memory:":
-        return False
-    return not Path(parsed.database).exists()
+    path = sqlite_file(parse_url(text))
+    return path is not None and not Path(path).exists()
 
 
 def parse_url(url: str | os.PathLike | None) -> URL:
-    """A SQLAlchemy URL; ``None`` means :func:`default_url`, and a bare file path (no ``://``)
-    means a SQLite database in that file."""
+    """A SQLAlchemy URL; ``None`` means :func:`default_url`. Anything without ``://`` is a path
+    of a SQLite file, which must be absolute (``~`` allowed) and free of ``:`` so that a typo
+    (``'::::'``, ``'sqlite:'``) is an error instead of a new store in the working directory."""
     if url is None:
         url = default_url()
     text = os.fspath(url).strip() if isinstance(url, os.PathLike) else str(url).strip()
     if not text:
         raise MetastoreError("the metastore URL is empty")
     if "://" not in text:
-        text = f"sqlite:///{os.path.abspath(os.path.expanduser(text))}"
+        path = os.path.expanduser(text)
+        if ":" in text or not os.path.isabs(path):
+            raise MetastoreError(
+                f"metastore URL {text!r} is neither a URL (dialect://...) nor an absolute path of a "
+                "SQLite file (a path must start with '/' or '~' and contain no ':')", url=text)
+        text = f"sqlite:///{os.path.abspath(path)}"
     try:
         return make_url(text)
-    except Exception as exc:  # ArgumentError, ValueError from a malformed port, ...
+    except (sa.exc.ArgumentError, ValueError) as exc:  # ValueError: e.g. a malformed port
         raise MetastoreError(f"cannot parse metastore URL {text!r}: {exc}", url=text) from None
+
+
+def check_shareable(url: str | os.PathLike | None) -> None:
+    """Raise :class:`MetastoreError` unless other processes can open the store at ``url``.
+
+    An in-memory SQLite database lives and dies with one process: a table written through it
+    would look unregistered to every other reader, which would then treat all of its files,
+    uncommitted ones included, as committed. URLs given as read or write options must pass."""
+    parsed = parse_url(url)
+    if is_sqlite(parsed) and is_memory(parsed):
+        shown = display_url(parsed)
+        raise MetastoreError(
+            f"metastore URL {shown!r} is an in-memory database, private to one process; other "
+            "readers would not see its commits. Use a SQLite file or a database server", url=shown)
 
 
 def display_url(url: URL) -> str:
@@ -77,9 +98,28 @@ def is_sqlite(url: URL) -> bool:
     return url.get_backend_name() == "sqlite"
 
 
-def _sqlite_is_memory(url: URL) -> bool:
+def is_memory(url: URL) -> bool:
+    """An in-memory SQLite database (``sqlite://``, ``:memory:``, ``mode=memory``)."""
     db = url.database or ""
-    return db in ("", ":memory:") or db.startswith("file::memory:") or "mode=memory" in db
+    return (db in ("", ":memory:") or db.startswith("file::memory:") or "mode=memory" in db
+            or url.query.get("mode") == "memory")
+
+
+def sqlite_file(url: URL) -> str | None:
+    """The file a SQLite URL names (``file:`` URIs included), None for in-memory and server
+    databases."""
+    if not is_sqlite(url) or is_memory(url):
+        return None
+    db = url.database or ""
+    if db.startswith("file:"):
+        db = unquote(urlsplit(db).path)
+    return db or None
+
+
+def read_isolation(url: URL) -> str | None:
+    """The isolation level under which every statement of a read transaction sees the same
+    state. None where the default already does: a SQLite read transaction is one snapshot."""
+    return _READ_ISOLATION.get(url.get_backend_name())
 
 
 def create_engine(url: URL, *, busy_timeout: float) -> Engine:
@@ -88,7 +128,7 @@ def create_engine(url: URL, *, busy_timeout: float) -> Engine:
         return sa.create_engine(url, pool_pre_ping=True)
 
     kwargs: dict = {"connect_args": {"timeout": busy_timeout, "check_same_thread": False}}
-    if _sqlite_is_memory(url):
+    if is_memory(url):
         # one shared connection, or every pooled connection would see its own empty database
         kwargs["poolclass"] = StaticPool
     engine = sa.create_engine(url, **kwargs)
@@ -133,5 +173,5 @@ def is_transient(exc: sa.exc.DBAPIError) -> bool:
     code = getattr(orig, "pgcode", None) or getattr(orig, "sqlstate", None)
     if code in _RETRYABLE_SQLSTATES:
         return True
-    args = getattr(orig, "args", ()) or ()
+    args: tuple[object, ...] = getattr(orig, "args", ()) or ()
     return bool(args) and args[0] in _RETRYABLE_MYSQL_CODES

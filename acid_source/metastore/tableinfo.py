@@ -4,14 +4,19 @@ location, name and schema."""
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Mapping
 
 import pyarrow as pa
 
-from ..errors import InvalidOptionError, SchemaError
+from ..errors import InvalidArgumentError, InvalidOptionError, SchemaError
+from ..layout.bucketing import field_hashes
+from ..orc.codecs import CODECS, canonical_codec, hive_codec_name
+from ..orc.column_types import unsupported_type
+from ..orc.files import wall_clock_type
 
-COMPRESSIONS = ("none", "zlib", "snappy", "lzo", "lz4", "zstd")
+COMPRESSIONS = CODECS
 BUCKETING_VERSIONS = (1, 2)
 
 
@@ -70,17 +75,24 @@ def normalize_location(location: str | os.PathLike) -> str:
         if not rest:
             raise InvalidOptionError("location", f"URL {text!r} names no bucket or path")
         return f"{scheme.lower()}://{rest}"
-    return os.path.abspath(os.path.expanduser(text))
+    # One spelling per directory: '//a/b', 'a/../b' and symbolic links resolve to the real path,
+    # so a table is found in the store however its location is written.
+    return os.path.realpath(os.path.expanduser(text))
 
 
 def normalize_name(name: str | None) -> str | None:
     """Hive table names are case-insensitive and stored lower-case (``db.table``)."""
     if name is None:
         return None
-    if not isinstance(name, str) or not name.strip() or ":" in name or "$" in name:
-        # ':' and '$' would break the ValidWriteIdList / ValidTxnWriteIdList strings
-        raise InvalidOptionError("name", f"a table name must be non-empty and contain no ':' or '$', got {name!r}")
+    if not isinstance(name, str) or not TABLE_NAME.fullmatch(name.strip()):
+        # Hive's identifiers; ':' and '$' would also break the snapshot strings, and a name
+        # must never be mistaken for a path
+        raise InvalidArgumentError("name", "a table name is 'table' or 'db.table' of letters, digits and "
+                                           f"underscores, got {name!r}")
     return name.strip().lower()
+
+
+TABLE_NAME = re.compile(r"\w+(?:\.\w+)?")
 
 
 def serialize_schema(schema: pa.Schema) -> bytes:
@@ -93,40 +105,61 @@ def deserialize_schema(data: bytes) -> pa.Schema:
 
 def validate_layout(schema, partition_columns, bucket_columns, num_buckets, compression,
                     bucketing_version) -> tuple[tuple[str, ...], tuple[str, ...], str]:
-    """Check the table layout arguments; returns (partition columns, bucket columns, compression)."""
+    """Check the table layout arguments; returns (partition columns, bucket columns, codec).
+
+    Everything a later write would trip over is refused here, when the table is created:
+    column types ORC cannot store, bucket columns Hive's bucketing hash cannot hash, codecs
+    the writer cannot write. Bad arguments are :class:`InvalidArgumentError`, a schema that
+    cannot work :class:`SchemaError` naming the column.
+    """
     if not isinstance(schema, pa.Schema):
         raise SchemaError(f"a table schema must be a pyarrow.Schema, got {type(schema).__name__}")
     if len(set(schema.names)) != len(schema.names):
         dup = sorted({n for n in schema.names if schema.names.count(n) > 1})
-        raise SchemaError(f"duplicate column names in the table schema: {dup}")
-    if isinstance(partition_columns, str) or isinstance(bucket_columns, str):
-        raise InvalidOptionError("partition_columns" if isinstance(partition_columns, str) else "bucket_columns",
-                                 "expected a sequence of column names, not a single string")
+        raise SchemaError(f"duplicate column names in the table schema: {dup}", column=dup[0])
+    for f in schema:
+        problem = unsupported_type(f.type, f.name)
+        if problem:
+            raise SchemaError(f"column {problem[0]!r}: {problem[1]}", column=f.name)
+    for argument, cols in (("partition_columns", partition_columns), ("bucket_columns", bucket_columns)):
+        if isinstance(cols, str):
+            raise InvalidArgumentError(argument, f"expected a sequence of column names, not the string {cols!r}")
     parts = tuple(partition_columns)
     buckets = tuple(bucket_columns)
     names = set(schema.names)
-    for option, cols in (("partition_columns", parts), ("bucket_columns", buckets)):
+    for argument, cols in (("partition_columns", parts), ("bucket_columns", buckets)):
         missing = [c for c in cols if c not in names]
         if missing:
-            raise SchemaError(f"{option}: {missing} not in the table schema {schema.names}")
+            raise SchemaError(f"{argument}: {missing} not in the table schema {schema.names}", column=str(missing[0]))
         if len(set(cols)) != len(cols):
-            raise InvalidOptionError(option, f"columns repeat: {list(cols)}")
+            raise InvalidArgumentError(argument, f"columns repeat: {list(cols)}")
     if len(parts) == len(names) and parts:
         raise SchemaError("every column is a partition column; a table needs at least one data column")
     both = sorted(set(parts) & set(buckets))
     if both:
-        raise InvalidOptionError("bucket_columns", f"{both} are partition columns and cannot be bucket columns")
-    if not isinstance(num_buckets, int) or num_buckets < 0:
-        raise InvalidOptionError("num_buckets", f"must be an integer >= 0, got {num_buckets!r}")
+        raise InvalidArgumentError("bucket_columns", f"{both} are partition columns and cannot be bucket columns")
+    if isinstance(num_buckets, bool) or not isinstance(num_buckets, int) or num_buckets < 0:
+        raise InvalidArgumentError("num_buckets", f"must be an integer >= 0, got {num_buckets!r}")
     if bool(buckets) != (num_buckets > 0):
-        raise InvalidOptionError("num_buckets", f"bucket_columns {list(buckets)} need num_buckets > 0 and vice versa "
-                                 f"(got num_buckets={num_buckets})")
-    comp = str(compression).strip().lower()
-    if comp not in COMPRESSIONS:
-        raise InvalidOptionError("compression", f"expected one of {', '.join(COMPRESSIONS)}, got {compression!r}")
-    if bucketing_version not in BUCKETING_VERSIONS:
-        raise InvalidOptionError("bucketing_version", f"expected 1 or 2, got {bucketing_version!r}")
-    return parts, buckets, comp
+        raise InvalidArgumentError("num_buckets", f"bucket_columns {list(buckets)} need num_buckets > 0 and vice "
+                                   f"versa (got num_buckets={num_buckets})")
+    codec = canonical_codec(compression, error=InvalidArgumentError)
+    if isinstance(bucketing_version, bool) or bucketing_version not in BUCKETING_VERSIONS:
+        raise InvalidArgumentError("bucketing_version", f"expected 1 or 2, got {bucketing_version!r}")
+    for name in buckets:
+        _check_bucket_column(schema.field(name), bucketing_version)
+    return parts, buckets, codec
+
+
+def _check_bucket_column(column: pa.Field, bucketing_version: int) -> None:
+    """Run Hive's bucketing hash (layout/bucketing.py) on a null of the column's type: it
+    refuses types it cannot hash by type, before looking at any value."""
+    arrow_type = wall_clock_type(column.type)  # what the write task hashes (write/task.py)
+    try:
+        field_hashes(pa.nulls(1, arrow_type), bucketing_version)
+    except (TypeError, ValueError, NotImplementedError) as exc:
+        raise SchemaError(f"bucket column {column.name!r} of type {column.type} cannot be hashed by Hive's "
+                          f"bucketing hash: {exc}", column=column.name) from None
 
 
 RESERVED_PROPERTIES = ("transactional", "transactional_properties", "bucketing_version", "orc.compress")
@@ -140,7 +173,7 @@ def table_properties(insert_only: bool, compression: str, bucketing_version: int
         "transactional": "true",
         "transactional_properties": "insert_only" if insert_only else "default",
         "bucketing_version": str(bucketing_version),
-        "orc.compress": compression.upper(),
+        "orc.compress": hive_codec_name(compression),
     }
     for key, value in dict(extra or {}).items():
         if not isinstance(key, str) or not isinstance(value, str):

@@ -1,0 +1,288 @@
+"""The database plumbing every part of the transaction store shares: the engine (one per
+process), running a function in one database transaction with retries, the schema check, and
+small row helpers.
+
+The store's jobs (catalog, transactions, snapshots, and later leases, compaction queues,
+stream offsets) are mixins over :class:`StoreBase`; each runs its SQL through :meth:`_run`
+and may use the helpers here. A new job is a new module with one mixin class (plus its tables
+in ``schema.py``), added to the bases of :class:`~acid_source.metastore.store.Metastore`.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+import os
+import random
+import threading
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+import sqlalchemy as sa
+from sqlalchemy import insert, select, update
+
+from ..errors import (
+    AcidError,
+    InvalidArgumentError,
+    MetastoreError,
+    MetastoreNotFoundError,
+    TableNotRegisteredError,
+    TransactionStateError,
+)
+from . import engine as _engine
+from .schema import SCHEMA_VERSION, SEQUENCES, meta, metadata, sequences, tables, txns
+
+OPEN, COMMITTED, ABORTED = "open", "committed", "aborted"
+TXN_STATES = (OPEN, COMMITTED, ABORTED)
+
+_BACKOFF_START = 0.02
+_BACKOFF_MAX = 1.0
+_IN_CHUNK = 500  # bound the number of bind parameters per statement
+
+
+def as_id(value, what: str) -> int:
+    """An integer id argument (bools and floats are refused, numpy integers accepted)."""
+    if isinstance(value, bool):
+        raise InvalidArgumentError(what, f"expected an integer id, got {value!r}")
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise InvalidArgumentError(what, f"expected an integer id, got {value!r}") from None
+
+
+def as_seconds(value, what: str) -> float:
+    """A finite, non-negative number of seconds."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        raise InvalidArgumentError(what, f"expected a number of seconds >= 0, got {value!r}")
+    return float(value)
+
+
+def chunks(items: list, size: int = _IN_CHUNK) -> Iterable[list]:
+    for i in range(0, len(items), size):
+        yield items[i:i + size]
+
+
+class StoreBase:
+    """Connection handling and transaction running; see :class:`Metastore` for the arguments.
+
+    The object holds no live connection until first used and drops it when pickled, so it can
+    be shipped to other processes (Spark pickles data sources, readers and writers).
+    """
+
+    def __init__(self, url: str | os.PathLike | None = None, *, clock: Callable[[], float] = time.time,
+                 busy_timeout: float = 30.0, retry_attempts: int = 8, create: bool = True):
+        self._url = _engine.parse_url(url)
+        if not callable(clock):
+            raise InvalidArgumentError("clock", f"must be a callable returning epoch seconds, got {clock!r}")
+        busy_timeout = as_seconds(busy_timeout, "busy_timeout")
+        if isinstance(retry_attempts, bool) or not isinstance(retry_attempts, int) or retry_attempts < 1:
+            raise InvalidArgumentError("retry_attempts", f"must be an integer >= 1, got {retry_attempts!r}")
+        self.clock = clock
+        self.busy_timeout = busy_timeout
+        self.retry_attempts = retry_attempts
+        self.create = bool(create)
+        self._reset()
+
+    # --- lifecycle --------------------------------------------------------------------------
+    def _reset(self) -> None:
+        self._engine: sa.Engine | None = None
+        self._engine_pid: int | None = None
+        self._lock = threading.Lock()
+
+    def __getstate__(self) -> dict:
+        return {
+            "url": self._url.render_as_string(hide_password=False),
+            "clock": self.clock,
+            "busy_timeout": self.busy_timeout,
+            "retry_attempts": self.retry_attempts,
+            "create": self.create,
+        }
+
+    def __setstate__(self, state: dict) -> None:
+        self._url = _engine.parse_url(state["url"])
+        self.clock = state["clock"]
+        self.busy_timeout = state["busy_timeout"]
+        self.retry_attempts = state["retry_attempts"]
+        self.create = state.get("create", True)
+        self._reset()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.url!r})"
+
+    @property
+    def url(self) -> str:
+        """The database URL, password hidden."""
+        return _engine.display_url(self._url)
+
+    def close(self) -> None:
+        """Close pooled connections (the object stays usable and reconnects on demand)."""
+        with self._lock:
+            if self._engine is not None and self._engine_pid == os.getpid():
+                self._engine.dispose()
+            self._engine = None
+            self._engine_pid = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _require_existing_file(self) -> None:
+        """For a store opened with ``create=False``: refuse an in-memory or missing SQLite file
+        before SQLite would create an empty one."""
+        if not _engine.is_sqlite(self._url):
+            return
+        if _engine.is_memory(self._url):
+            raise MetastoreNotFoundError(
+                f"metastore {self.url} is an in-memory database: it is empty and private to one "
+                "process, so there is no existing store to open", url=self.url)
+        path = _engine.sqlite_file(self._url)
+        if path is not None and not Path(path).exists():
+            raise MetastoreNotFoundError(
+                f"metastore {self.url} does not exist (no file {path}); it is created by the first "
+                "write or create_table with that URL. A reader never falls back to 'no store': without "
+                "one, every write id on disk would count as committed, a dead writer's rows included "
+                "(that is how tables no store knows, written by Hive, Trino or Impala, are read)",
+                url=self.url)
+
+    def _get_engine(self) -> sa.Engine:
+        pid = os.getpid()
+        engine = self._engine
+        if engine is not None and self._engine_pid == pid:
+            return engine
+        with self._lock:
+            if self._engine is not None and self._engine_pid != pid:
+                # inherited through fork: the parent's pooled connections are not ours to use
+                self._engine.dispose(close=False)
+                self._engine = None
+            if self._engine is None:
+                if not self.create:
+                    self._require_existing_file()
+                try:
+                    engine = _engine.create_engine(self._url, busy_timeout=self.busy_timeout)
+                except (sa.exc.SQLAlchemyError, ImportError) as exc:
+                    raise MetastoreError(f"cannot open metastore {self.url}: {exc}", url=self.url) from None
+                try:
+                    if not self._run_on(engine, self._schema_is_current, write=False, what="read the metastore schema"):
+                        if not self.create:
+                            raise MetastoreNotFoundError(
+                                f"{self.url} holds no acidorc metastore (its tables are missing)", url=self.url)
+                        self._run_on(engine, self._create_schema, write=True, what="create the metastore schema")
+                except BaseException:
+                    engine.dispose()
+                    raise
+                self._engine, self._engine_pid = engine, pid
+            return self._engine
+
+    # --- running database transactions -----------------------------------------------------
+    def _run(self, fn, *, write: bool, what: str):
+        """``fn(conn)`` inside one database transaction (see :meth:`_run_on`)."""
+        return self._run_on(self._get_engine(), fn, write=write, what=what)
+
+    def _run_on(self, engine: sa.Engine, fn, *, write: bool, what: str):
+        """``fn(conn)`` inside one database transaction, run again on lock contention.
+
+        Every statement of a read (``write=False``) sees one consistent state of the database.
+        ``fn`` may run more than once, also after a COMMIT whose success was not reported (a
+        lost connection, a lock error raised after the commit): a write must recognise its own
+        finished work on a re-run.
+        """
+        delay = _BACKOFF_START
+        for attempt in range(1, self.retry_attempts + 1):
+            try:
+                with engine.connect() as conn:
+                    if write:
+                        conn.execution_options(**{_engine.WRITE_OPTION: True})
+                    else:
+                        level = _engine.read_isolation(engine.url)
+                        if level is not None:
+                            conn.execution_options(isolation_level=level)
+                    with conn.begin():
+                        return fn(conn)
+            except AcidError:
+                raise
+            except sa.exc.DBAPIError as exc:
+                # a unique-key race (two processes registering one table) also resolves on a re-run
+                transient = _engine.is_transient(exc) or isinstance(exc, sa.exc.IntegrityError)
+                if not transient or attempt == self.retry_attempts:
+                    tried = f" after {attempt} attempts" if transient else ""
+                    raise MetastoreError(f"cannot {what} in metastore {self.url}{tried}: {exc.orig}",
+                                         url=self.url) from exc
+            except sa.exc.SQLAlchemyError as exc:
+                raise MetastoreError(f"cannot {what} in metastore {self.url}: {exc}", url=self.url) from exc
+            time.sleep(delay * (0.5 + random.random()))
+            delay = min(delay * 2, _BACKOFF_MAX)
+        raise AssertionError("unreachable")
+
+    def _schema_is_current(self, conn) -> bool:
+        if not sa.inspect(conn).has_table(meta.name):
+            return False
+        version = conn.execute(select(meta.c.value).where(meta.c.name == "schema_version")).scalar()
+        return self._check_version(version)
+
+    def _check_version(self, version) -> bool:
+        if version is None:
+            return False
+        if int(version) > SCHEMA_VERSION:
+            raise MetastoreError(
+                f"metastore {self.url} has schema version {version}, newer than this acidorc "
+                f"understands ({SCHEMA_VERSION}); upgrade acidorc", url=self.url)
+        if int(version) < SCHEMA_VERSION:  # no older versions exist yet; migrations go here
+            raise MetastoreError(f"metastore {self.url} has schema version {version} and no migration "
+                                 f"to {SCHEMA_VERSION} is known", url=self.url)
+        return True
+
+    def _create_schema(self, conn) -> bool:
+        metadata.create_all(conn)  # CREATE TABLE only for missing tables
+        version = conn.execute(select(meta.c.value).where(meta.c.name == "schema_version")).scalar()
+        if version is None:
+            conn.execute(insert(meta).values(name="schema_version", value=str(SCHEMA_VERSION)))
+        else:
+            self._check_version(version)
+        present = set(conn.execute(select(sequences.c.name)).scalars())
+        for name in SEQUENCES:
+            if name not in present:
+                conn.execute(insert(sequences).values(name=name, value=0))
+        return True
+
+    # --- row helpers (all run inside a database transaction) ---------------------------------
+    @staticmethod
+    def _next(conn, name: str) -> int:
+        """Increment a counter; on server databases the UPDATE also locks it until commit."""
+        conn.execute(update(sequences).where(sequences.c.name == name).values(value=sequences.c.value + 1))
+        return conn.execute(select(sequences.c.value).where(sequences.c.name == name)).scalar_one()
+
+    @staticmethod
+    def _current(conn, name: str) -> int:
+        return conn.execute(select(sequences.c.value).where(sequences.c.name == name)).scalar_one()
+
+    @staticmethod
+    def _txn_row(conn, txn_id: int, *, lock: bool = True):
+        stmt = select(txns).where(txns.c.txn_id == txn_id)
+        row = conn.execute(stmt.with_for_update() if lock else stmt).first()
+        if row is None:
+            raise TransactionStateError(f"transaction {txn_id} does not exist", txn_id=txn_id)
+        return row
+
+    @staticmethod
+    def _require_open(row, doing: str) -> None:
+        if row.state != OPEN:
+            why = f" ({row.abort_reason})" if row.state == ABORTED and row.abort_reason else ""
+            raise TransactionStateError(f"cannot {doing} transaction {row.txn_id}: it is {row.state}{why}",
+                                        txn_id=row.txn_id, state=row.state)
+
+    @staticmethod
+    def _table_row(conn, table_id: int, *, lock: bool = False):
+        stmt = select(tables).where(tables.c.table_id == table_id)
+        row = conn.execute(stmt.with_for_update() if lock else stmt).first()
+        if row is None:
+            raise TableNotRegisteredError(table_id=table_id)
+        return row
+
+    @staticmethod
+    def _set_aborted(conn, txn_ids: list[int], now: float, reason: str) -> None:
+        for chunk in chunks(txn_ids):
+            conn.execute(update(txns).where(txns.c.txn_id.in_(chunk), txns.c.state == OPEN)
+                         .values(state=ABORTED, ended_at=now, abort_reason=reason or None))
