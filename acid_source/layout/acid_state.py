@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from ..errors import CorruptFileError, NotEnoughHistoryError
 from ..storage import FileEntry, Storage
-from .names import METADATA_FILE, ParsedDir, is_hidden, parse_dir_name
+from .names import METADATA_FILE, ParsedDir, acid_dir_name_problem, is_hidden, parse_dir_name
 from .writeids import RangeResponse, ValidTxnList, ValidWriteIdList
 
 
@@ -83,6 +83,9 @@ def get_acid_state(
             continue
         parsed = parse_dir_name(entry.name)
         if parsed is None:
+            problem = acid_dir_name_problem(entry.name)
+            if problem is not None:
+                raise CorruptFileError(entry.path, problem)
             original_dirs.append(entry.path)
             continue
         acid_dir = AcidDir(entry.path, parsed)

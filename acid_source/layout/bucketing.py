@@ -388,7 +388,7 @@ def _mix_h(h: np.ndarray, k: np.ndarray) -> np.ndarray:
 
 
 def _fmix(h: np.ndarray, length) -> np.ndarray:
-    h = h ^ (np.asarray(length).astype(np.uint32) if not np.isscalar(length) else _U32(length))
+    h = h ^ np.asarray(length).astype(np.uint32)
     h ^= h >> _U32(16)
     h *= _F1
     h ^= h >> _U32(13)

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from ..errors import SchemaError
+
 DEFAULT_PARTITION_NAME = "__HIVE_DEFAULT_PARTITION__"
+# A path segment is one file name: 255 bytes on local file systems and HDFS (its default
+# dfs.namenode.fs-limits.max-component-length).
+MAX_SEGMENT_BYTES = 255
 
 # FileUtils.charToEscape: control chars, DEL and these specials.
 _ESCAPED = set(chr(c) for c in range(0x00, 0x20)) | {"\x7f"} | set("\"#%'*/:=?\\{[]^")
@@ -31,9 +36,40 @@ def _is_hex(s: str) -> bool:
 
 
 def partition_segment(column: str, value: str | None) -> str:
-    """One ``col=value`` path segment; null or empty values go to the default partition."""
+    """One ``col=value`` path segment; null or empty values go to the default partition.
+
+    Escaping keeps ``/``, NUL and control characters out, and the ``=`` keeps a segment from
+    being ``.`` or ``..``; what is left to refuse is a name no directory can have or no reader
+    would see: a hidden or empty column name, text that is not Unicode, a segment longer than
+    a file name may be, and a value that would read back as NULL.
+    """
+    name = escape_path_name(column.lower())
+    if not name or name.startswith((".", "_")):
+        raise SchemaError(f"partition column name {column!r} cannot name a directory that readers see "
+                          "(empty, or starting with '.' or '_', which mark hidden files)")
+    if not _is_unicode(name):
+        raise SchemaError(f"partition column name {column!r} is not valid Unicode text")
+    if value == DEFAULT_PARTITION_NAME:
+        raise SchemaError(f"partition column {column!r}: the value {DEFAULT_PARTITION_NAME!r} is Hive's name for "
+                          "the NULL partition; written as text it would read back as NULL")
     text = DEFAULT_PARTITION_NAME if value is None or value == "" else escape_path_name(value)
-    return f"{escape_path_name(column.lower())}={text}"
+    segment = f"{name}={text}"
+    if not _is_unicode(text):
+        raise SchemaError(f"partition column {column!r}: the value {(value or text)[:40]!r} is not valid Unicode text")
+    size = len(segment.encode("utf-8"))
+    if size > MAX_SEGMENT_BYTES:
+        raise SchemaError(f"partition column {column!r}: the value starting {(value or text)[:40]!r} makes a "
+                          f"directory name of {size} bytes (escaped, UTF-8), more than the {MAX_SEGMENT_BYTES} "
+                          "a file name may have")
+    return segment
+
+
+def _is_unicode(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+        return True
+    except UnicodeEncodeError:  # lone surrogates
+        return False
 
 
 def parse_partition_segment(segment: str) -> tuple[str, str | None] | None:

@@ -8,17 +8,24 @@ from __future__ import annotations
 
 import datetime as dt
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
 import pyarrow as pa
 import pyarrow.orc as paorc
+from pyorc.converters import ORCConverter
 
 from ..errors import CorruptFileError
 from ..storage import Storage
 
+# The ACID event columns, by their canonical names (HIVE_ACID_FORMAT.md 4.1). Hive reads them by
+# position - its query-based compactor writes them in lower case - and so does OrcFile: the
+# batches it returns for an ACID file always carry these names.
 ACID_COLUMNS = ("operation", "originalTransaction", "bucket", "rowId", "currentTransaction", "row")
 KEY_COLUMNS = ("originalTransaction", "bucket", "rowId")
+OPERATION, ORIGINAL_TRANSACTION, BUCKET, ROW_ID, CURRENT_TRANSACTION, ROW = range(len(ACID_COLUMNS))
+EVENT_COLUMNS = ACID_COLUMNS[:ROW]  # everything but the row: what delete events need
 KEY_INDEX = "hive.acid.key.index"
 ACID_STATS = "hive.acid.stats"
 ACID_VERSION = "hive.acid.version"
@@ -37,7 +44,7 @@ class StripeInfo:
     first_row: int
 
 
-class _MicrosecondConverter:
+class _MicrosecondConverter(ORCConverter):
     """pyorc converter: ORC timestamps as integer microseconds since the epoch."""
 
     @staticmethod
@@ -93,6 +100,12 @@ def map_timestamps(schema: pa.Schema, convert) -> pa.Schema:
     return pa.schema([f.with_type(walk(f.type)) for f in schema])
 
 
+def wall_clock_type(t: pa.DataType) -> pa.DataType:
+    """``t`` with the time zone dropped from every timestamp, nested ones included (Hive's
+    timestamps are wall-clock values)."""
+    return map_timestamps(pa.schema([pa.field("x", t)]), lambda ts: pa.timestamp(ts.unit)).field(0).type
+
+
 def with_microsecond_timestamps(schema: pa.Schema) -> pa.Schema:
     """The schema with every timestamp at microsecond precision, as Spark and Hive hold them."""
     return map_timestamps(schema, lambda t: pa.timestamp("us", t.tz))
@@ -115,14 +128,30 @@ def format_key_index(keys: list[Key]) -> str:
     return "".join(f"{w},{b},{r};" for w, b, r in keys)
 
 
-def read_flush_length(storage: Storage, side_file: str) -> int:
+def read_flush_length(storage: Storage, side_file: str, *, data_size: int | None = None) -> int:
     """The committed length of a file being streamed: the last complete 8-byte big-endian
-    value of its ``_flush_length`` side file (0 when none was written yet)."""
-    data = storage.read_bytes(side_file)
+    value of its ``_flush_length`` side file (0 when none was written yet; a partial tail is
+    a flush in progress). A negative length, or one beyond ``data_size`` (the data file's size,
+    when the caller knows it), is corrupt. A side file gone since the listing was removed by the
+    writer's clean close: then the whole data file is committed."""
+    try:
+        data = storage.read_bytes(side_file)
+    except FileNotFoundError:
+        data_file = side_file[: -len("_flush_length")] if side_file.endswith("_flush_length") else side_file
+        try:
+            return storage.fs.size(data_file)
+        except FileNotFoundError:
+            raise CorruptFileError(data_file, "file vanished while planning (was it cleaned up?)") from None
     complete = len(data) // 8
     if complete == 0:
         return 0
-    return struct.unpack(">q", data[(complete - 1) * 8: complete * 8])[0]
+    length = struct.unpack(">q", data[(complete - 1) * 8: complete * 8])[0]
+    if length < 0:
+        raise CorruptFileError(side_file, f"negative flushed length {length}")
+    if data_size is not None and length > data_size:
+        raise CorruptFileError(side_file, f"flushed length {length} is beyond the end of the data file "
+                                          f"({data_size} bytes)")
+    return length
 
 
 class OrcFile:
@@ -151,9 +180,23 @@ class OrcFile:
 
     @cached_property
     def is_acid(self) -> bool:
-        """True if the file holds ACID events (Hive 4's test: the six ACID column names)."""
+        """True if the file holds ACID events (Hive 4's test: the six ACID column names, here
+        in any case)."""
         names = [n.lower() for n in self.schema.names]
         return names == [c.lower() for c in ACID_COLUMNS]
+
+    @cached_property
+    def row_type(self) -> pa.StructType | None:
+        """The type of an ACID file's ``row`` struct (None for a plain file). An ACID file whose
+        event columns have impossible types is corrupt: reading it would fail deep inside."""
+        if not self.is_acid:
+            return None
+        for i, field in enumerate(self.schema):
+            if i == ROW and not pa.types.is_struct(field.type):
+                raise CorruptFileError(self.path, f"the ACID 'row' column is {field.type}, not a struct")
+            if i != ROW and not pa.types.is_integer(field.type):
+                raise CorruptFileError(self.path, f"the ACID column {field.name!r} is {field.type}, not an integer")
+        return self.schema.field(ROW).type
 
     @property
     def num_stripes(self) -> int:
@@ -195,13 +238,23 @@ class OrcFile:
             return None
         return ins, upd, dels
 
-    def read_stripe(self, index: int, columns: list[str] | None = None) -> pa.RecordBatch:
+    def read_stripe(self, index: int, columns: Sequence[str] | None = None) -> pa.RecordBatch:
+        """One stripe. For an ACID file ``columns`` are canonical event column names, looked up
+        by position, and the batch carries the canonical names whatever the file calls them."""
+        positions = None
+        if self.row_type is not None:  # an ACID file (with sound event column types)
+            names = list(ACID_COLUMNS) if columns is None else list(columns)
+            positions = [ACID_COLUMNS.index(c) for c in names]
         if self.has_timestamps_beyond_nanoseconds:
-            return self._read_stripe_with_micros(index, columns)
-        try:
-            return self._orc.read_stripe(index, columns=columns)
-        except (pa.ArrowException, OSError, ValueError) as exc:
-            self._fail(exc, f"stripe {index} is unreadable")
+            batch = self._read_stripe_with_micros(index, columns, positions)
+        else:
+            try:
+                batch = self._orc.read_stripe(index, columns=positions if positions is not None else columns)
+            except (pa.ArrowException, OSError, ValueError) as exc:
+                self._fail(exc, f"stripe {index} is unreadable")
+        if positions is not None and batch.schema.names != names:
+            batch = pa.RecordBatch.from_arrays(batch.columns, names=names)
+        return batch
 
     @cached_property
     def has_timestamps_beyond_nanoseconds(self) -> bool:
@@ -223,18 +276,22 @@ class OrcFile:
                 return True
         return False
 
-    def _read_stripe_with_micros(self, index: int, columns: list[str] | None) -> pa.RecordBatch:
+    def _read_stripe_with_micros(self, index: int, columns: Sequence[str] | None,
+                                 positions: list[int] | None = None) -> pa.RecordBatch:
         """Decode a stripe with pyorc, timestamps as microseconds: row by row, so only for
         files whose timestamps pyarrow cannot represent."""
         import pyorc
 
         schema = with_microsecond_timestamps(self.schema)
-        if columns is not None:
+        if positions is not None:
+            schema = pa.schema([schema.field(i) for i in positions])
+        elif columns is not None:
             schema = pa.schema([schema.field(c) for c in columns])
         try:
             reader = pyorc.Reader(
                 self.storage.open_input(self.path, self.length),
-                column_names=tuple(schema.names) if columns is not None else None,
+                column_indices=tuple(positions) if positions is not None else None,
+                column_names=tuple(schema.names) if columns is not None and positions is None else None,
                 struct_repr=pyorc.StructRepr.DICT,
                 converters={pyorc.TypeKind.TIMESTAMP: _MicrosecondConverter,
                             pyorc.TypeKind.TIMESTAMP_INSTANT: _MicrosecondConverter},
@@ -267,9 +324,23 @@ class OrcFile:
             self._fail(exc, "cannot read stripe information")
         return infos
 
+    def data_column_id(self, name: str) -> int | None:
+        """ORC column id of a table column: a field of the ``row`` struct (found by position)
+        of an ACID file, or a top-level column of a plain file; names match case-insensitively."""
+        node = self._pyorc.schema
+        if self.is_acid:
+            fields = list((getattr(node, "fields", None) or {}).values())
+            if len(fields) != len(ACID_COLUMNS):
+                return None
+            node = fields[ROW]
+        return self._column_id(node, (name,))
+
     def column_id(self, path: tuple[str, ...]) -> int | None:
         """ORC column id of a (possibly nested) field, matching names case-insensitively."""
-        node = self._pyorc.schema
+        return self._column_id(self._pyorc.schema, path)
+
+    @staticmethod
+    def _column_id(node, path: tuple[str, ...]) -> int | None:
         for name in path:
             fields = getattr(node, "fields", None)
             if not fields:

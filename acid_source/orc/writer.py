@@ -1,4 +1,5 @@
-"""Writing ACID ORC files fast: pyarrow's C++ ORC writer for the data, then the footer
+"""Writing ACID ORC files fast - insert events (:class:`InsertFileWriter`) and delete events
+(:class:`DeleteFileWriter`): pyarrow's C++ ORC writer for the data, then the footer
 metadata Hive requires (``hive.acid.key.index``, ``hive.acid.stats``, ``hive.acid.version``),
 which pyarrow cannot write, appended to the file footer.
 
@@ -19,8 +20,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.orc as paorc
 
-from ..errors import CorruptFileError
-from .files import ACID_STATS, ACID_VERSION, KEY_INDEX, OP_INSERT, format_key_index, map_timestamps
+from ..errors import CorruptFileError, InvalidArgumentError
+from ..layout import bucket_codec
+from .files import ACID_STATS, ACID_VERSION, KEY_INDEX, OP_DELETE, OP_INSERT, format_key_index, map_timestamps
 
 DELTA_STRIPE_SIZE = 8 * 1024 * 1024  # Hive divides stripe sizes by 8 for delta files
 BUFFER_ROWS = 65536  # rows queued per file before they are encoded
@@ -149,9 +151,26 @@ def append_user_metadata(path: str, items: dict[str, bytes]) -> None:
         f.truncate()
 
 
-# --- writing insert events -------------------------------------------------------------------
+# --- writing ACID event files ----------------------------------------------------------------
 def _without_time_zones(schema: pa.Schema) -> pa.Schema:
     return map_timestamps(schema, lambda t: pa.timestamp(t.unit))
+
+
+def _orc_writer(path: str, compression: str, stripe_size: int) -> paorc.ORCWriter:
+    # dictionary_key_size_threshold as Hive's (Java ORC) writer: pyarrow's 0.0 never
+    # dictionary-encodes strings (files ~25% larger)
+    return paorc.ORCWriter(path, stripe_size=stripe_size, compression=compression,
+                           dictionary_key_size_threshold=0.8)
+
+
+def _finish_acid_file(path: str, last_keys: list[tuple[int, int, int]], inserts: int, deletes: int) -> None:
+    """The footer metadata Hive requires of every ACID file, derived from what was written:
+    the last event key of each stripe, the event counts by kind, the ACID version."""
+    append_user_metadata(path, {
+        KEY_INDEX: format_key_index(last_keys).encode(),
+        ACID_STATS: f"{inserts},0,{deletes}".encode(),
+        ACID_VERSION: b"2",
+    })
 
 
 @dataclass(frozen=True)
@@ -183,10 +202,7 @@ class InsertFileWriter:
         self._pending: list[pa.RecordBatch] = []
         self._pending_rows = 0
         self._pending_bytes = 0
-        # dictionary_key_size_threshold as Hive's (Java ORC) writer: pyarrow's 0.0 never
-        # dictionary-encodes strings (files ~25% larger)
-        self._writer = paorc.ORCWriter(path, stripe_size=stripe_size, compression=compression,
-                                       dictionary_key_size_threshold=0.8)
+        self._writer = _orc_writer(path, compression, stripe_size)
 
     def write(self, batch: pa.RecordBatch) -> None:
         """Queue rows; they are encoded in chunks of about BUFFER_ROWS rows (a partitioned
@@ -224,21 +240,137 @@ class InsertFileWriter:
         self.rows += n
 
     def close(self) -> WrittenFile:
-        self._flush()
-        if self.rows == 0:
-            self._writer.write(self.schema.empty_table())  # a valid, empty ORC file
-        self._writer.close()
+        _close_orc(self)
         if self.plain:
             return WrittenFile(self.path, self.rows, os.path.getsize(self.path))
         stripe_rows = _stripe_row_counts(self.path)
         last_ids = np.cumsum(stripe_rows) - 1
         keys = [(self.write_id, self.bucket_property, int(r)) for r in last_ids]
-        append_user_metadata(self.path, {
-            KEY_INDEX: format_key_index(keys).encode(),
-            ACID_STATS: f"{self.rows},0,0".encode(),
-            ACID_VERSION: b"2",
-        })
+        _finish_acid_file(self.path, keys, inserts=self.rows, deletes=0)
         return WrittenFile(self.path, self.rows, os.path.getsize(self.path))
+
+
+class DeleteFileWriter:
+    """One ``delete_delta_W_W_S/bucket_N`` file: a delete event of write id ``write_id`` for
+    each ROW__ID given (operation 2, the row's originalTransaction, bucket and rowId,
+    currentTransaction ``write_id``, a null ``row`` struct of the table's row type - the shape
+    Hive 3's split-update writes, HIVE_ACID_FORMAT.md 6.2), written to a local path.
+
+    Hive's readers require the events of a file sorted by ROW__ID and every ROW__ID's bucket to
+    name writer ``bucket_id`` (the N of the file name). Each :meth:`write` call is sorted here;
+    successive calls must ascend (a Spark task sorted by ROW__ID streams them so), and a
+    ROW__ID given twice or one of another bucket is an InvalidArgumentError. Call
+    :meth:`close` to finish the file (an empty one when nothing was given, which callers drop).
+    """
+
+    def __init__(self, path: str, row_schema: pa.Schema, write_id: int, bucket_id: int,
+                 compression: str = "zlib", stripe_size: int = DELTA_STRIPE_SIZE):
+        self.path = path
+        self.row_type = pa.struct(list(_without_time_zones(row_schema)))
+        self.schema = acid_schema(self.row_type)
+        self.write_id = write_id
+        self.bucket_id = bucket_id
+        self.rows = 0
+        self._last_key: tuple[int, int, int] | None = None
+        self._pending: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        self._pending_rows = 0
+        self._writer = _orc_writer(path, compression, stripe_size)
+
+    def write(self, row_ids) -> None:
+        """Queue delete events for ``row_ids``: a ROW__ID struct array or column (writeId,
+        bucketId, rowId - as a read with includeRowId returns them), or three integer arrays
+        (originalTransaction, bucket, rowId)."""
+        o, b, r = _row_id_arrays(row_ids)
+        if len(o) == 0:
+            return
+        order = np.lexsort((r, b, o))
+        o, b, r = o[order], b[order], r[order]
+        self._check(o, b, r)
+        self._pending.append((o, b, r))
+        self._pending_rows += len(o)
+        self._last_key = (int(o[-1]), int(b[-1]), int(r[-1]))
+        if self._pending_rows >= BUFFER_ROWS:
+            self._flush()
+
+    def _check(self, o: np.ndarray, b: np.ndarray, r: np.ndarray) -> None:
+        writers = bucket_codec.decode_writer_ids(b)
+        if (writers != self.bucket_id).any():
+            i = int(np.flatnonzero(writers != self.bucket_id)[0])
+            raise InvalidArgumentError("row_ids", f"ROW__ID ({o[i]}, {b[i]}, {r[i]}) belongs to bucket "
+                                                  f"{writers[i]}, but {self.path} holds bucket {self.bucket_id}")
+        same = (o[1:] == o[:-1]) & (b[1:] == b[:-1]) & (r[1:] == r[:-1])
+        if same.any():
+            i = int(np.flatnonzero(same)[0])
+            raise InvalidArgumentError("row_ids", f"ROW__ID ({o[i]}, {b[i]}, {r[i]}) is given twice")
+        if self._last_key is not None and (int(o[0]), int(b[0]), int(r[0])) <= self._last_key:
+            raise InvalidArgumentError(
+                "row_ids", f"ROW__IDs must ascend from one write to the next: ({o[0]}, {b[0]}, {r[0]}) "
+                           f"follows {self._last_key}")
+
+    def _flush(self) -> None:
+        if not self._pending:
+            return
+        o, b, r = (np.concatenate([p[i] for p in self._pending]) for i in range(3))
+        self._pending, self._pending_rows = [], 0
+        n = len(o)
+        events = pa.RecordBatch.from_arrays([
+            pa.array(np.full(n, OP_DELETE, dtype=np.int32)),
+            pa.array(o), pa.array(b), pa.array(r),
+            pa.array(np.full(n, self.write_id, dtype=np.int64)),
+            pa.nulls(n, self.row_type),
+        ], schema=self.schema)
+        self._writer.write(pa.Table.from_batches([events]))
+        self.rows += n
+
+    def close(self) -> WrittenFile:
+        _close_orc(self)
+        _finish_acid_file(self.path, _last_keys_per_stripe(self.path), inserts=0, deletes=self.rows)
+        return WrittenFile(self.path, self.rows, os.path.getsize(self.path))
+
+
+def _close_orc(writer) -> None:
+    """Flush what an insert or delete writer holds and close its ORC file (a valid, empty file
+    when nothing was written)."""
+    writer._flush()
+    if writer.rows == 0:
+        writer._writer.write(writer.schema.empty_table())
+    writer._writer.close()
+
+
+def _row_id_arrays(row_ids) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(originalTransaction int64, bucket int32, rowId int64) from a ROW__ID struct column or
+    three arrays; nulls and values out of range are InvalidArgumentErrors."""
+    if isinstance(row_ids, pa.ChunkedArray):
+        row_ids = row_ids.combine_chunks()
+    if isinstance(row_ids, pa.StructArray):
+        if row_ids.type.num_fields != 3:
+            raise InvalidArgumentError("row_ids", f"a ROW__ID struct has 3 fields, not {row_ids.type}")
+        if row_ids.null_count:
+            raise InvalidArgumentError("row_ids", "a ROW__ID is null")
+        parts = row_ids.flatten()
+    elif isinstance(row_ids, (tuple, list)) and len(row_ids) == 3:
+        parts = list(row_ids)
+    else:
+        raise InvalidArgumentError("row_ids", "expected a ROW__ID struct array or three integer arrays, "
+                                              f"not {type(row_ids).__name__}")
+    out = []
+    for part, dtype in zip(parts, (np.int64, np.int32, np.int64)):
+        if isinstance(part, pa.ChunkedArray):
+            part = part.combine_chunks()
+        if isinstance(part, pa.Array):
+            if part.null_count:
+                raise InvalidArgumentError("row_ids", "a ROW__ID field is null")
+            part = part.to_numpy(zero_copy_only=False)
+        part = np.asarray(part)
+        if part.dtype.kind not in "iu":
+            raise InvalidArgumentError("row_ids", f"ROW__ID fields are integers, not {part.dtype}")
+        info = np.iinfo(dtype)
+        if len(part) and (part.min() < info.min or part.max() > info.max):
+            raise InvalidArgumentError("row_ids", f"a ROW__ID field is outside the range of {np.dtype(dtype)}")
+        out.append(part.astype(dtype, copy=False))
+    if not len(out[0]) == len(out[1]) == len(out[2]):
+        raise InvalidArgumentError("row_ids", "the three ROW__ID arrays differ in length")
+    return out[0], out[1], out[2]
 
 
 def _stripe_row_counts(path: str) -> list[int]:
@@ -247,3 +379,21 @@ def _stripe_row_counts(path: str) -> list[int]:
     with open(path, "rb") as f:
         reader = pyorc.Reader(f)
         return [len(reader.read_stripe(i)) for i in range(reader.num_of_stripes)]
+
+
+def _last_keys_per_stripe(path: str) -> list[tuple[int, int, int]]:
+    """The last (originalTransaction, bucket, rowId) of each stripe of a finished ACID file,
+    read back from the file: pyarrow decides where stripes end."""
+    import pyorc
+
+    keys = []
+    with open(path, "rb") as f:
+        reader = pyorc.Reader(f, column_indices=[1, 2, 3])
+        for i in range(reader.num_of_stripes):
+            stripe = reader.read_stripe(i)
+            if len(stripe) == 0:
+                continue
+            stripe.seek(len(stripe) - 1)
+            original, bucket, row_id = next(stripe)
+            keys.append((int(original), int(bucket), int(row_id)))
+    return keys

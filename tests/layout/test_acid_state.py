@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from acid_source.errors import NotEnoughHistoryError
+from acid_source.errors import CorruptFileError, NotEnoughHistoryError
 from acid_source.layout.acid_state import get_acid_state
 from acid_source.layout.writeids import ValidTxnList, ValidWriteIdList
 from acid_source.storage import Storage
@@ -93,3 +93,19 @@ def test_originals_are_used_only_without_a_base(tmp_path):
         "/000000_0", "/000000_0_copy_10", "/000000_0_copy_2", "/HIVE_UNION_SUBDIR_1/000001_0"]
     (tmp_path / "base_0000001").mkdir()
     assert state(s).originals == []
+
+
+@pytest.mark.parametrize("bad", ["delta_abc", "base_-1", "delta_0000005_0000003", "delete_delta_x", "base_",
+                                 "delta_0000001_0000001_0000_0000", "base_0000001_v", "base_٣",
+                                 "delta_99999999999999999999_99999999999999999999"])
+def test_unparsable_acid_directory_names_are_corrupt_not_originals(tmp_path, bad):
+    # read as pre-ACID originals, the ACID files inside would come back as plain (duplicate) rows
+    s = make(tmp_path, "delta_0000001_0000001_0000", bad)
+    with pytest.raises(CorruptFileError) as info:
+        state(s)
+    assert bad in str(info.value) and info.value.path.endswith(bad)
+
+
+def test_hidden_directories_with_acid_prefixes_stay_ignored(tmp_path):
+    s = make(tmp_path, "delta_0000001_0000001_0000", "_tmp.delta_abc", ".base_x", "_delta_zz")
+    assert names(state(s).deltas) == ["delta_0000001_0000001_0000"]

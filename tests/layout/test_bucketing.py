@@ -191,7 +191,8 @@ public class BucketOracle {
           case TIMESTAMP:
             return Murmur3.hash32(((TimestampObjectInspector) poi).getPrimitiveWritableObject(o).getBytes());
           case DECIMAL:
-            return Murmur3.hash32(((HiveDecimalObjectInspector) poi).getPrimitiveWritableObject(o).getInternalStorage());
+            return Murmur3.hash32(
+                ((HiveDecimalObjectInspector) poi).getPrimitiveWritableObject(o).getInternalStorage());
           default:
             throw new RuntimeException("Unknown type: " + poi.getPrimitiveCategory());
         }
@@ -300,12 +301,10 @@ public class BucketOracle {
 @pytest.fixture(scope="module")
 def hive(tmp_path_factory):
     """One JVM with Hive 2.3's classes and the compiled oracle; yields the oracle class."""
-    if not _HAVE_JAVA:
-        pytest.skip("needs a JDK (java + javac)")
-    pytest.importorskip("py4j")
-    from py4j.java_gateway import GatewayParameters, JavaGateway, launch_gateway
-
+    if not _HAVE_JAVA:  # the Java check must fail, never skip, where Java is missing
+        pytest.fail("needs a JDK (java + javac): install openjdk-17-jdk-headless")
     from interop.hive_reader import _JAVA_OPTS, _classpath, _default_jars_dir
+    from py4j.java_gateway import GatewayParameters, JavaGateway, launch_gateway
 
     jars = _classpath(_default_jars_dir())
     out = tmp_path_factory.mktemp("bucket_oracle")

@@ -52,3 +52,16 @@ def test_bucket_files():
     original = parse_bucket_file("000002_0_copy_10")
     assert (original.bucket_id, original.copy_number, original.is_acid_name) == (2, 10, False)
     assert parse_bucket_file("part1.csv").bucket_id == -1
+
+
+def test_only_ascii_digits_that_fit_java_numbers_are_ids():
+    from acid_source.layout.names import acid_dir_name_problem
+
+    assert parse_dir_name("base_٣") is None and "base_" in acid_dir_name_problem("base_٣")
+    assert parse_dir_name("delta_1_1_2147483648") is None  # statement ids are Java ints
+    assert parse_dir_name(f"base_{2**63}") is None and parse_dir_name(f"base_{2**63 - 1}").write_id == 2**63 - 1
+    assert acid_dir_name_problem("delta_0000005_0000003").endswith("below min write id 5")
+    assert acid_dir_name_problem("000000_0") is None and acid_dir_name_problem("HIVE_UNION_SUBDIR_1") is None
+    assert parse_bucket_file("bucket_٣").bucket_id == -1
+    assert parse_bucket_file("bucket_2147483648").bucket_id == -1
+    assert parse_bucket_file("bucket_00001\n").bucket_id == -1

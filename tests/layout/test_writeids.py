@@ -69,3 +69,91 @@ def test_malformed_lists_raise_typed_errors(text, fragment):
         ValidWriteIdList.parse(text, option="validWriteIds")
     assert "validWriteIds" in str(info.value)
     assert isinstance(info.value, ValueError)
+
+
+# --- issue 6: ranges, bounds and typed errors -----------------------------------------------
+
+def test_huge_open_range_is_kept_as_one_range():
+    wl = ValidWriteIdList.parse("t:2000000000:1:1-2000000000:")
+    assert wl.open_ranges == ((1, 2000000000),) and wl.aborted_ranges == ()
+    assert not wl.is_write_id_valid(1) and not wl.is_write_id_valid(1999999999)
+    assert wl.is_write_id_valid(0)
+    assert wl.is_write_id_range_valid(5, 10) is RangeResponse.NONE
+    assert str(wl) == "t:2000000000:1:1-2000000000:"
+
+
+def test_a_million_open_ids_serialize_compactly():
+    wl = ValidWriteIdList.parse("t:2000000:1:1-1000000:")
+    assert len(str(wl)) < 40
+    built = ValidWriteIdList(high_watermark=2000000, min_open=1, open_ids=range(1, 1000001), table_name="t")
+    assert built == wl and str(built) == str(wl)
+
+
+def test_runs_follow_hive4_min_range_length():
+    # Hive 4 writes runs of five or more ids as lo-hi, shorter runs id by id
+    tl = ValidTxnList(high_watermark=30, min_open=1, open_ids=[1, 2, 3, 4, 10, 11, 12, 13, 14, 20],
+                      aborted_ids=[25, 26])
+    assert str(tl) == "30:1:1,2,3,4,10-14,20:25,26"
+    assert ValidTxnList.parse(str(tl)) == tl
+    assert tl.open_ranges == ((1, 4), (10, 14), (20, 20)) and tl.aborted_ranges == ((25, 26),)
+
+
+def test_build_from_ranges():
+    wl = ValidWriteIdList(high_watermark=100, min_open=5, open_ranges=[(5, 9), (50, 60)],
+                          aborted_ranges=[(20, 20)], table_name="db.t")
+    assert wl == ValidWriteIdList.parse("db.t:100:5:5-9,50-60:20")
+    assert wl.open_ids == (5, 6, 7, 8, 9) + tuple(range(50, 61)) and wl.aborted_ids == (20,)
+    assert wl.is_write_id_aborted(20) and not wl.is_write_id_aborted(21)
+    assert wl.is_write_id_range_aborted(19, 21) is RangeResponse.SOME
+
+
+def test_listing_a_huge_range_as_ids_is_refused():
+    wl = ValidWriteIdList.parse("t:2000000000:1:1-2000000000:")
+    with pytest.raises(InvalidSnapshotError, match="open_ranges"):
+        wl.open_ids  # noqa: B018
+
+
+@pytest.mark.parametrize("text", [
+    "t:9223372036854775808:1::",  # hwm above Long.MAX
+    "t:5:-9223372036854775809::",
+    "t:5:1:9223372036854775808:",
+    "t:5:1::1-99999999999999999999",
+    "t: :1::", "t:5: ::", "t::1::", "t:5::1:", ":::", "t:5:1:1,,2:", "t:5:1:٣:", "t:5:1:1_000:",
+    "t:5:1:--3:", "t:5:1:3-:", "t:5:1:-:",
+])
+def test_out_of_range_and_malformed_fields_raise_typed_errors(text):
+    with pytest.raises(InvalidSnapshotError):
+        ValidWriteIdList.parse(text)
+
+
+def test_constructor_rejects_overlap_and_out_of_range_ids():
+    from acid_source.errors import InvalidArgumentError
+
+    with pytest.raises(InvalidArgumentError, match="aborted"):
+        ValidWriteIdList(high_watermark=10, min_open=3, open_ids=[3, 4], aborted_ids=[4])
+    with pytest.raises(InvalidArgumentError, match="open_ids"):
+        ValidWriteIdList(high_watermark=10, min_open=3, open_ids=[2**63])
+    with pytest.raises(InvalidArgumentError, match="open_ranges"):
+        ValidWriteIdList(high_watermark=10, open_ranges=[(5, 3)])
+
+
+def test_valid_mask_is_vectorized_is_write_id_valid():
+    import numpy as np
+
+    from acid_source.scan.visibility import valid_write_id_mask
+
+    wl = ValidWriteIdList.parse("t:1000:3:3,7-20,500:8000000000")
+    ids = np.array([-1, 0, 2, 3, 4, 6, 7, 15, 20, 21, 499, 500, 501, 1000, 1001, LONG_MAX], dtype=np.int64)
+    expected = np.array([wl.is_write_id_valid(int(i)) for i in ids])
+    assert (wl.valid_mask(ids) == expected).all()
+    assert (valid_write_id_mask(wl, ids) == expected).all()
+    huge = ValidWriteIdList.parse("t:2000000000:1:1-2000000000:")
+    assert huge.valid_mask(np.array([0, 1, 2000000000], dtype=np.int64)).tolist() == [True, False, False]
+
+
+def test_snapshots_pickle_and_hash():
+    import pickle
+
+    wl = ValidWriteIdList.parse("db.t:10:7:7,9:8")
+    assert pickle.loads(pickle.dumps(wl)) == wl and hash(pickle.loads(pickle.dumps(wl))) == hash(wl)
+    assert wl != ValidTxnList.parse("10:7:7,9:8")
