@@ -69,7 +69,8 @@ def evaluate(pred: Predicate, row: dict[str, Any]) -> bool | None:
         if any(r is decisive for r in results):
             return decisive
         return None if any(r is None for r in results) else not decisive
-    value = row.get(pred.top_column)
+    column = pred.top_column
+    value = row.get(column) if column is not None else None
     if pred.op == "is_null":
         return value is None
     if pred.op == "is_not_null":

@@ -1,0 +1,651 @@
+"""Compile a parsed sqlglot expression into a typed pyarrow compute expression.
+
+Types and null handling follow Spark SQL: literals are converted to the type of what they are
+compared with (``day = '2024-01-01'`` on a date column compares dates), numeric operands are
+widened the way Spark widens them, AND / OR / NOT use three-valued (Kleene) logic, and a
+comparison with NULL is NULL. The tree is walked with an explicit stack, and chains of AND / OR
+become balanced trees, so neither a long chain nor deep nesting recurses in Python or in Arrow.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import math
+from dataclasses import dataclass
+from typing import Any, NoReturn
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+from sqlglot import exp
+
+from ..errors import InvalidArgumentError
+from .columns import ColumnError, resolve
+from .parsing import node_span, position
+from .sqltypes import (
+    arithmetic_types,
+    arrow_type_of,
+    common_type,
+    describe,
+    is_binary,
+    is_boolean,
+    is_date,
+    is_decimal,
+    is_floating,
+    is_integral,
+    is_null,
+    is_numeric,
+    is_string,
+    is_timestamp,
+)
+from .values import cast_value, number_literal, parse_boolean, parse_date, parse_timestamp, to_scalar
+
+# Arrow evaluates expressions recursively in C++; a few thousand levels overflow its stack.
+MAX_EXPRESSION_DEPTH = 1000
+
+_COMPARISONS: dict[type[exp.Expression], str] = {
+    exp.EQ: "equal", exp.NEQ: "not_equal", exp.GT: "greater", exp.GTE: "greater_equal", exp.LT: "less",
+    exp.LTE: "less_equal"}
+_ARITHMETIC: dict[type[exp.Expression], str] = {
+    exp.Add: "add", exp.Sub: "subtract", exp.Mul: "multiply", exp.Div: "divide", exp.Mod: "remainder",
+    exp.IntDiv: "int_divide"}
+_OPERATORS = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/", "remainder": "%",
+              "int_divide": "div"}
+_ARROW_FUNCTION = {"add": "add", "subtract": "subtract", "multiply": "multiply", "divide": "divide",
+                   "remainder": "remainder", "int_divide": "divide"}
+_STRING_FUNCTIONS: dict[type[exp.Expression], str] = {exp.Lower: "utf8_lower", exp.Upper: "utf8_upper"}
+_BINARY_NODES: tuple[type[exp.Expression], ...] = (*_COMPARISONS, *_ARITHMETIC, exp.NullSafeEQ, exp.NullSafeNEQ)
+_ONE_ROW = pa.table({"_": pa.array([0], pa.int8())})
+
+
+@dataclass(frozen=True)
+class Typed:
+    """A compiled expression with its Arrow type; constants keep their Python value."""
+
+    expression: pc.Expression
+    type: pa.DataType
+    is_constant: bool = False
+    value: Any = None
+    depth: int = 1
+
+
+def constant(value, data_type: pa.DataType) -> Typed:
+    return Typed(pc.scalar(to_scalar(value, data_type)), data_type, True, value, 1)
+
+
+def _call(function: str, args: list[Typed], result_type: pa.DataType, options=None) -> Typed:
+    """A call of an Arrow compute function (``Expression._call`` is what pyarrow's own function
+    wrappers use to build expressions)."""
+    expression = pc.Expression._call(function, [a.expression for a in args], options)
+    return Typed(expression, result_type, depth=1 + max((a.depth for a in args), default=0))
+
+
+def _null_bool() -> Typed:
+    return constant(None, pa.bool_())
+
+
+def _comparable(t: pa.DataType) -> bool:
+    return (is_numeric(t) or is_string(t) or is_binary(t) or is_boolean(t) or is_date(t)
+            or is_timestamp(t) or is_null(t))
+
+
+def _literal_text(typed: Typed) -> str:
+    if typed.value is None:
+        return "NULL"
+    if is_string(typed.type):
+        return repr(typed.value)
+    return cast_value(typed.value, typed.type, pa.string())
+
+
+class Compiler:
+    """One compilation of ``text`` against ``schema``; errors name ``argument``."""
+
+    def __init__(self, text: str, schema: pa.Schema, argument: str):
+        self.text = text
+        self.schema = schema
+        self.argument = argument
+        self.columns: set[str] = set()
+
+    # -- errors -------------------------------------------------------------------------------
+
+    def fail(self, node, message: str) -> NoReturn:
+        span = node_span(node) if node is not None else None
+        where = f" at {position(self.text, span[0])}" if span else ""
+        raise InvalidArgumentError(self.argument, message + where)
+
+    # -- the walk -----------------------------------------------------------------------------
+
+    def compile(self, root: exp.Expression) -> Typed:
+        results: dict[int, Typed] = {}
+        stack: list[tuple[exp.Expression, list | None]] = [(root, None)]
+        while stack:
+            node, children = stack.pop()
+            if children is None:
+                children = self._children(node)
+                stack.append((node, children))
+                stack.extend((child, None) for child in reversed(children))
+                continue
+            typed = self._build(node, [results.pop(id(child)) for child in children])
+            if typed.depth > MAX_EXPRESSION_DEPTH:
+                self.fail(node, f"the expression is nested too deeply (more than {MAX_EXPRESSION_DEPTH} "
+                                "operations inside each other)")
+            results[id(node)] = typed
+        return results[id(root)]
+
+    def _children(self, node) -> list:
+        """The sub-expressions to compile before ``node``; rejects what is not supported."""
+        if isinstance(node, (exp.And, exp.Or)):
+            return _flatten(node, type(node))
+        if isinstance(node, (exp.Paren, exp.Not, exp.Neg, exp.Abs, exp.Length, exp.Lower, exp.Upper)):
+            return [node.this]
+        if isinstance(node, exp.Cast):  # TryCast too: Spark's CAST
+            if node.args.get("format"):
+                self.fail(node, "CAST ... FORMAT is not supported")
+            return [node.this]
+        if isinstance(node, _BINARY_NODES):
+            return [node.this, node.expression]
+        if isinstance(node, exp.In):
+            if node.args.get("query"):
+                self.fail(node, "IN with a subquery is not supported (list the values instead)")
+            if node.args.get("unnest") or node.args.get("field"):
+                self.fail(node, "IN needs a list of values in parentheses")
+            if not node.expressions:
+                self.fail(node, "IN needs at least one value")
+            return [node.this, *node.expressions]
+        if isinstance(node, exp.Between):
+            if node.args.get("symmetric"):
+                self.fail(node, "BETWEEN SYMMETRIC is not supported")
+            return [node.this, node.args["low"], node.args["high"]]
+        if isinstance(node, exp.Is):
+            if not isinstance(node.expression, (exp.Null, exp.Boolean)):
+                self.fail(node, "IS must be followed by [NOT] NULL, TRUE or FALSE")
+            return [node.this]
+        if isinstance(node, exp.Escape):
+            escape = node.expression
+            if not (isinstance(node.this, (exp.Like, exp.ILike)) and isinstance(escape, exp.Literal)
+                    and escape.is_string and escape.this == "\\"):
+                self.fail(node, "LIKE ... ESCAPE is only supported with the default escape character '\\'")
+            return [node.this]
+        if isinstance(node, (exp.Like, exp.ILike)):
+            if isinstance(node.expression, (exp.Any, exp.All)):
+                self.fail(node, "LIKE ANY / LIKE ALL is not supported")
+            return [node.this, node.expression]
+        if isinstance(node, (exp.Coalesce, exp.Concat)):
+            return [node.this, *node.expressions] if node.this is not None else list(node.expressions)
+        if isinstance(node, exp.DPipe):
+            return [node.this, node.expression]
+        if isinstance(node, exp.If):
+            return [node.this, node.args["true"]] + ([node.args["false"]] if node.args.get("false") else [])
+        if isinstance(node, exp.Case):
+            children = [node.this] if node.this is not None else []
+            for branch in node.args.get("ifs") or []:
+                children += [branch.this, branch.args["true"]]
+            return children + ([node.args["default"]] if node.args.get("default") is not None else [])
+        if isinstance(node, (exp.Column, exp.Dot, exp.Literal, exp.Boolean, exp.Null)):
+            return []
+        self._reject(node)
+
+    def _reject(self, node) -> NoReturn:
+        if isinstance(node, (exp.Subquery, exp.Exists)) or isinstance(node, getattr(exp, "Query", exp.Select)):
+            self.fail(node, "subqueries are not supported")
+        if isinstance(node, exp.Window):
+            self.fail(node, "window functions are not supported")
+        if isinstance(node, exp.AggFunc):
+            self.fail(node, f"aggregate function {_function_name(node)} is not allowed here")
+        if isinstance(node, exp.Anonymous):
+            self.fail(node, f"unknown function {node.name}")
+        if isinstance(node, exp.Func):
+            self.fail(node, f"function {_function_name(node)} is not supported")
+        if isinstance(node, (exp.Placeholder, exp.Parameter)):
+            self.fail(node, "parameters are not supported: write the value itself")
+        if isinstance(node, exp.Star):
+            self.fail(node, "* is not allowed here")
+        if isinstance(node, exp.Alias):
+            alias = node.args.get("alias")
+            self.fail(alias if alias is not None and node_span(alias) else node,
+                      f"unexpected name {node.alias!r} after an expression (aliases are not allowed here)")
+        self.fail(node, f"{type(node).__name__} expressions are not supported")
+
+    def _build(self, node, args: list[Typed]) -> Typed:
+        if isinstance(node, (exp.Paren, exp.Escape)):
+            return args[0]
+        if isinstance(node, exp.Column):
+            return self._column(node, [p.name for p in node.parts])
+        if isinstance(node, exp.Dot):
+            return self._dot(node)
+        if isinstance(node, exp.Literal):
+            if node.is_string:
+                return constant(node.this, pa.string())
+            try:
+                return constant(*number_literal(node.this))
+            except ValueError as exc:
+                self.fail(node, str(exc))
+        if isinstance(node, exp.Boolean):
+            return constant(bool(node.this), pa.bool_())
+        if isinstance(node, exp.Null):
+            return constant(None, pa.null())
+        if isinstance(node, (exp.And, exp.Or)):
+            return self._logical(node, args)
+        if isinstance(node, exp.Not):
+            (operand,) = self._booleans(node, args, "NOT")
+            if operand.is_constant:
+                return constant(None if operand.value is None else not operand.value, pa.bool_())
+            return _call("invert", [operand], pa.bool_())
+        for cls, function in _COMPARISONS.items():
+            if isinstance(node, cls):
+                return self._compare(node, function, args[0], args[1])
+        if isinstance(node, (exp.NullSafeEQ, exp.NullSafeNEQ)):
+            result = self._null_safe_equal(node, args[0], args[1])
+            return _call("invert", [result], pa.bool_()) if isinstance(node, exp.NullSafeNEQ) else result
+        for cls, op in _ARITHMETIC.items():
+            if isinstance(node, cls):
+                return self._arithmetic(node, op, args[0], args[1])
+        if isinstance(node, exp.Neg):
+            return self._negate(node, args[0])
+        if isinstance(node, exp.In):
+            return self._in(node, args[0], args[1:])
+        if isinstance(node, exp.Between):
+            low = self._compare(node, "greater_equal", args[0], args[1])
+            high = self._compare(node, "less_equal", args[0], args[2])
+            return _call("and_kleene", [low, high], pa.bool_())
+        if isinstance(node, exp.Is):
+            return self._is(node, args[0])
+        if isinstance(node, (exp.Like, exp.ILike)):
+            return self._like(node, args[0], args[1])
+        if isinstance(node, exp.Cast):
+            try:
+                target = arrow_type_of(node.args["to"])
+            except ValueError as exc:
+                self.fail(node, str(exc))
+            return self._cast(node, args[0], target, explicit=True)
+        if isinstance(node, exp.Coalesce):
+            values, target = self._unify(node, args, "combine")
+            if is_null(target):
+                return constant(None, target)
+            return _call("coalesce", values, target)
+        if isinstance(node, (exp.Concat, exp.DPipe)):
+            return self._concat(node, args)
+        if isinstance(node, exp.If):
+            return self._case(node, [(args[0], args[1])], args[2] if len(args) > 2 else None)
+        if isinstance(node, exp.Case):
+            return self._case_expression(node, args)
+        if isinstance(node, exp.Abs):
+            (value,) = args
+            if not is_numeric(value.type) and not is_null(value.type):
+                self.fail(node, f"abs needs a number, not {describe(value.type)}")
+            return value if is_null(value.type) else self._fold(_call("abs", [value], value.type), [value])
+        if type(node) in _STRING_FUNCTIONS:
+            (value,) = args
+            if not is_string(value.type) and not is_null(value.type):
+                self.fail(node, f"{_function_name(node)} needs a string, not {describe(value.type)}")
+            return value if is_null(value.type) else self._fold(
+                _call(_STRING_FUNCTIONS[type(node)], [value], value.type), [value])
+        if isinstance(node, exp.Length):
+            (value,) = args
+            if is_null(value.type):
+                return constant(None, pa.int32())
+            if not (is_string(value.type) or is_binary(value.type)):
+                self.fail(node, f"length needs a string or binary value, not {describe(value.type)}")
+            function = "utf8_length" if is_string(value.type) else "binary_length"
+            result = _call(function, [value], pa.int32() if value.type in (pa.string(), pa.binary()) else pa.int64())
+            return self._fold(self._cast(node, result, pa.int32()), [value])
+        self._reject(node)
+
+    # -- leaves -------------------------------------------------------------------------------
+
+    def _column(self, node, parts: list[str]) -> Typed:
+        try:
+            top, path, data_type = resolve(self.schema, parts)
+        except ColumnError as exc:
+            self.fail(node, str(exc))
+        self.columns.add(top)
+        return Typed(pc.field(*path), data_type)
+
+    def _dot(self, node) -> Typed:
+        names, current = [], node
+        while isinstance(current, exp.Dot):
+            if not isinstance(current.expression, exp.Identifier):
+                self.fail(node, "only struct fields can follow a '.'")
+            names.append(current.expression.name)
+            current = current.this
+        if not isinstance(current, exp.Column) or isinstance(current.this, exp.Star):
+            self.fail(node, "only struct fields can follow a '.'")
+        return self._column(node, [p.name for p in current.parts] + names[::-1])
+
+    # -- logic --------------------------------------------------------------------------------
+
+    def _booleans(self, node, args: list[Typed], what: str) -> list[Typed]:
+        out = []
+        for arg in args:
+            if is_null(arg.type):
+                arg = constant(None, pa.bool_())
+            elif not is_boolean(arg.type):
+                self.fail(node, f"{what} needs true/false operands, not {describe(arg.type)}")
+            out.append(arg)
+        return out
+
+    def _logical(self, node, args: list[Typed]) -> Typed:
+        function = "and_kleene" if isinstance(node, exp.And) else "or_kleene"
+        level = self._booleans(node, args, "AND" if isinstance(node, exp.And) else "OR")
+        while len(level) > 1:  # a balanced tree: depth log2(n), not n
+            level = [_call(function, level[i:i + 2], pa.bool_()) if i + 1 < len(level) else level[i]
+                     for i in range(0, len(level), 2)]
+        return level[0]
+
+    def _is(self, node, value: Typed) -> Typed:
+        if isinstance(node.expression, exp.Null):
+            if value.is_constant:
+                return constant(value.value is None, pa.bool_())
+            return _call("is_null", [value], pa.bool_())
+        (value,) = self._booleans(node, [value], "IS TRUE / IS FALSE")
+        if not node.expression.this:
+            value = _call("invert", [value], pa.bool_())
+        return _call("coalesce", [value, constant(False, pa.bool_())], pa.bool_())
+
+    # -- types --------------------------------------------------------------------------------
+
+    def _reinterpret(self, node, item: Typed, target: pa.DataType, what: str = "compare") -> Typed:
+        """A string constant read as a value of ``target``'s kind, as Spark casts a string that
+        is compared with a date, a number, ..."""
+        text = item.value
+        try:
+            if is_numeric(target):
+                return constant(*number_literal(text))
+            if is_date(target):
+                return constant(parse_date(text), pa.date32())
+            if is_timestamp(target):
+                return constant(parse_timestamp(text), pa.timestamp("us"))
+            if is_boolean(target):
+                return constant(parse_boolean(text), pa.bool_())
+            if is_binary(target):
+                return constant(text.encode("utf-8"), pa.binary())
+        except ValueError as exc:
+            self.fail(node, f"cannot {what} {describe(target)} with {text!r}: {exc}")
+        return item
+
+    def _fits(self, item: Typed, target: pa.DataType):
+        """The constant converted to ``target`` if that loses nothing, else None."""
+        source = item.type
+        same_kind = (
+            (is_numeric(source) and is_numeric(target)) or (is_string(source) and is_string(target))
+            or (is_binary(source) and is_binary(target)) or (is_boolean(source) and is_boolean(target))
+            or ((is_date(source) or is_timestamp(source)) and (is_date(target) or is_timestamp(target))))
+        if not same_kind:
+            return None
+        try:
+            converted = cast_value(item.value, source, target)
+            if is_numeric(source):  # Python compares int, float and Decimal exactly
+                return converted if converted == item.value else None
+            back = cast_value(converted, target, source)
+        except ValueError:
+            return None
+        if isinstance(back, float) and isinstance(item.value, float) and math.isnan(back) and math.isnan(item.value):
+            return converted
+        if back != item.value or type(back) is not type(item.value):
+            return None
+        return converted
+
+    def _unify(self, node, items: list[Typed], what: str) -> tuple[list[Typed], pa.DataType]:
+        """Bring ``items`` to one type, Spark's way: the type of the non-constant operands,
+        with constants converted to it where they fit and the type widened where not."""
+        target = None
+        for item in items:
+            # Where the result is a value (COALESCE, CASE), a number literal keeps its own type
+            # (Spark: coalesce(int_column, 2.0e0) is a double); in a comparison it need not.
+            if item.is_constant and not (what == "combine" and is_numeric(item.type)):
+                continue
+            widened = item.type if target is None else common_type(target, item.type)
+            if widened is None:
+                self.fail(node, f"cannot {what} {describe(target)} with {describe(item.type)}; "
+                                "CAST one side to the other's type")
+            target = widened
+        constants = [i for i in items if i.is_constant and not is_null(i.type)]
+        if target is None and constants:
+            typed = [c for c in constants if not is_string(c.type)]
+            target = (typed or constants)[0].type
+        if target is None:
+            return items, pa.null()
+        changed = True
+        while changed:
+            changed = False
+            for item in constants:
+                if item.value is None:
+                    continue
+                candidate = self._reinterpret(node, item, target, what) if is_string(item.type) else item
+                if self._fits(candidate, target) is None:
+                    widened = common_type(target, candidate.type)
+                    if widened is None:
+                        self.fail(node, f"cannot {what} {describe(target)} with {_literal_text(item)}")
+                    if widened != target:
+                        target, changed = widened, True
+        return [self._convert(node, item, target) for item in items], target
+
+    def _convert(self, node, item: Typed, target: pa.DataType) -> Typed:
+        """``item`` as a ``target`` value after :meth:`_unify` chose ``target``."""
+        if item.type == target:
+            return item
+        if item.is_constant:
+            if item.value is None:
+                return constant(None, target)
+            candidate = self._reinterpret(node, item, target) if is_string(item.type) else item
+            return self._cast(node, candidate, target)
+        return self._cast(node, item, target)
+
+    def _cast(self, node, item: Typed, target: pa.DataType, explicit: bool = False) -> Typed:
+        if item.type == target:
+            return item
+        if item.is_constant:
+            try:
+                return constant(cast_value(item.value, item.type, target), target)
+            except ValueError as exc:
+                self.fail(node, f"cannot cast {_literal_text(item)} to {describe(target)}: {exc}")
+        source = item.type
+        try:
+            pa.array([], type=source).cast(target)
+        except (pa.ArrowNotImplementedError, pa.ArrowInvalid):
+            self.fail(node, f"cannot cast {describe(source)} to {describe(target)}")
+        if is_decimal(source) and is_floating(target):
+            # Arrow's decimal-to-double is not correctly rounded (404.46 becomes
+            # 404.46000000000004); through text it is, like Java's BigDecimal.doubleValue
+            text = _call("cast", [item], pa.string(), pc.CastOptions.safe(pa.string()))
+            return _call("cast", [text], target, pc.CastOptions.safe(target))
+        options = pc.CastOptions.safe(target)
+        if is_integral(source) and is_floating(target):  # rounds beyond 2**53, as Spark does
+            options = pc.CastOptions(target, allow_float_truncate=True)
+        if explicit:
+            # Spark truncates to integers and rounds half away from zero to a smaller scale.
+            # Arrow's own truncating casts skip the range check, so round first, then cast
+            # safely: a value out of the target's range fails as in Spark's ANSI mode.
+            if is_integral(target) and is_floating(source):
+                item = _call("trunc", [item], source)
+            elif is_integral(target) and is_decimal(source):
+                item = _call("round", [item], source, pc.RoundOptions(0, "towards_zero"))
+            elif is_decimal(target) and (is_floating(source) or (is_decimal(source) and source.scale > target.scale)):
+                item = _call("round", [item], source, pc.RoundOptions(target.scale, "half_towards_infinity"))
+            if is_date(target) or is_timestamp(target):
+                options = pc.CastOptions(target, allow_time_truncate=True)
+        return _call("cast", [item], target, options)
+
+    # -- operators ----------------------------------------------------------------------------
+
+    def _compare(self, node, function: str, left: Typed, right: Typed) -> Typed:
+        for side in (left, right):
+            if not _comparable(side.type):
+                self.fail(node, f"cannot compare {describe(side.type)} values")
+        (left, right), target = self._unify(node, [left, right], "compare")
+        if is_null(target) or (left.is_constant and left.value is None) or (right.is_constant and right.value is None):
+            return _null_bool()
+        return self._fold(_call(function, [left, right], pa.bool_()), [left, right])
+
+    def _null_safe_equal(self, node, left: Typed, right: Typed) -> Typed:
+        for side in (left, right):
+            if not _comparable(side.type):
+                self.fail(node, f"cannot compare {describe(side.type)} values")
+        (left, right), target = self._unify(node, [left, right], "compare")
+        left_null = left.is_constant and left.value is None
+        right_null = right.is_constant and right.value is None
+        if left_null and right_null:
+            return constant(True, pa.bool_())
+        if left_null or right_null:
+            other = right if left_null else left
+            if other.is_constant:
+                return constant(other.value is None, pa.bool_())
+            return _call("is_null", [other], pa.bool_())
+        both_valid = _call("and", [_call("is_valid", [left], pa.bool_()), _call("is_valid", [right], pa.bool_())],
+                           pa.bool_())
+        both_null = _call("and", [_call("is_null", [left], pa.bool_()), _call("is_null", [right], pa.bool_())],
+                          pa.bool_())
+        equal = _call("equal", [left, right], pa.bool_())
+        return self._fold(_call("if_else", [both_valid, equal, both_null], pa.bool_()), [left, right])
+
+    def _in(self, node, value: Typed, options: list[Typed]) -> Typed:
+        for item in [value, *options]:
+            if not _comparable(item.type):
+                self.fail(node, f"cannot compare {describe(item.type)} values")
+        if not all(o.is_constant for o in options):
+            level = [self._compare(node, "equal", value, o) for o in options]
+            while len(level) > 1:
+                level = [_call("or_kleene", level[i:i + 2], pa.bool_()) if i + 1 < len(level) else level[i]
+                         for i in range(0, len(level), 2)]
+            return level[0]
+        (value, *options), target = self._unify(node, [value, *options], "compare")
+        if is_null(target) or (value.is_constant and value.value is None):
+            return _null_bool()
+        present = [o.value for o in options if o.value is not None]
+        hit = _call("is_in", [value], pa.bool_(),
+                    pc.SetLookupOptions(pa.array(present, type=target), skip_nulls=True))
+        if len(present) < len(options):  # NULL in the list: no match is unknown, not false
+            hit = _call("if_else", [hit, constant(True, pa.bool_()), _null_bool()], pa.bool_())
+        result = _call("if_else", [_call("is_null", [value], pa.bool_()), _null_bool(), hit], pa.bool_())
+        return self._fold(result, [value])
+
+    def _like(self, node, value: Typed, pattern: Typed) -> Typed:
+        if not pattern.is_constant or not (is_string(pattern.type) or is_null(pattern.type)):
+            self.fail(node, "the pattern of LIKE must be a string literal")
+        if is_null(value.type) or pattern.value is None:
+            return _null_bool()
+        if not is_string(value.type):
+            if not (is_integral(value.type) or is_decimal(value.type) or is_date(value.type)):
+                self.fail(node, f"LIKE needs a string, not {describe(value.type)}")
+            value = self._cast(node, value, pa.string())
+        options = pc.MatchSubstringOptions(pattern.value, ignore_case=isinstance(node, exp.ILike))
+        result = _call("match_like", [value], pa.bool_(), options)
+        if node.args.get("negate"):
+            result = _call("invert", [result], pa.bool_())
+        return self._fold(result, [value])
+
+    def _arithmetic(self, node, op: str, left: Typed, right: Typed) -> Typed:
+        symbol = _OPERATORS[op]
+        for side in (left, right):
+            if not (is_numeric(side.type) or is_null(side.type)):
+                self.fail(node, f"{symbol} needs numbers, not {describe(side.type)}")
+        if is_null(left.type) and is_null(right.type):
+            return constant(None, pa.null())
+        if is_null(left.type):
+            left = constant(None, right.type)
+        if is_null(right.type):
+            right = constant(None, left.type)
+        types = arithmetic_types(op, left.type, right.type)
+        if types is None:
+            self.fail(node, f"{symbol} needs integral numbers, not {describe(left.type)} and {describe(right.type)}")
+        left_type, right_type, result_type = types
+        left, right = self._cast(node, left, left_type), self._cast(node, right, right_type)
+        function = _ARROW_FUNCTION[op]
+        arrow_type = pc.call_function(function, [pa.array([], left_type), pa.array([], right_type)]).type
+        if op in ("divide", "remainder", "int_divide"):  # Spark: NULL when dividing by zero
+            zero = _call("equal", [right, constant(0, right_type)], pa.bool_())
+            one = decimal.Decimal(1).scaleb(-right_type.scale) if is_decimal(right_type) else 1  # fits the type
+            divisor = _call("if_else", [zero, constant(one, right_type), right], right_type)
+            value = _call(function, [left, divisor], arrow_type)
+            result = _call("if_else", [zero, constant(None, arrow_type), value], arrow_type)
+        else:
+            result = _call(function, [left, right], arrow_type)
+        if arrow_type != result_type:
+            result = _call("cast", [result], result_type, pc.CastOptions.safe(result_type))
+        return self._fold(result, [left, right])
+
+    def _negate(self, node, value: Typed) -> Typed:
+        if is_null(value.type):
+            return value
+        if not is_numeric(value.type):
+            self.fail(node, f"unary - needs a number, not {describe(value.type)}")
+        if value.is_constant and value.value is not None:
+            if is_integral(value.type):  # -2147483648 is an int literal
+                negated, literal_type = number_literal(str(-value.value))
+                return constant(negated, common_type(literal_type, value.type))
+            return constant(-value.value, value.type)
+        return _call("negate", [value], value.type)
+
+    def _concat(self, node, args: list[Typed]) -> Typed:
+        parts = []
+        for arg in args:
+            if is_null(arg.type):
+                return constant(None, pa.string())
+            if not is_string(arg.type):
+                if not (is_integral(arg.type) or is_decimal(arg.type) or is_date(arg.type) or is_boolean(arg.type)):
+                    self.fail(node, f"cannot concatenate a {describe(arg.type)} value; CAST it to string")
+                arg = self._cast(node, arg, pa.string())
+            parts.append(arg)
+        joined = _call("binary_join_element_wise", parts + [constant("", pa.string())], pa.string(),
+                       pc.JoinOptions("emit_null"))
+        return self._fold(joined, parts)
+
+    def _case(self, node, branches: list[tuple[Typed, Typed]], default: Typed | None) -> Typed:
+        values = [v for _, v in branches] + ([default] if default is not None else [])
+        values, target = self._unify(node, values, "combine")
+        if is_null(target):
+            return constant(None, target)
+        conditions = self._booleans(node, [c for c, _ in branches], "WHEN / IF")
+        names = [str(i) for i in range(len(conditions))]
+        chosen = _call("make_struct", conditions, pa.struct([(n, pa.bool_()) for n in names]),
+                       pc.MakeStructOptions(names))
+        # case_when takes the first true condition; a NULL condition counts as false, as in Spark
+        return self._fold(_call("case_when", [chosen, *values], target), [*conditions, *values])
+
+    def _case_expression(self, node, args: list[Typed]) -> Typed:
+        subject = args.pop(0) if node.this is not None else None
+        has_default = node.args.get("default") is not None
+        default = args.pop() if has_default else None
+        branches = [(args[i], args[i + 1]) for i in range(0, len(args), 2)]
+        if subject is not None:
+            branches = [(self._compare(node, "equal", subject, when), then) for when, then in branches]
+        return self._case(node, branches, default)
+
+    # -- constant folding ---------------------------------------------------------------------
+
+    def _fold(self, result: Typed, inputs: list[Typed]) -> Typed:
+        """Evaluate an operation on constants now, so that it is a constant to what uses it
+        (``x > -(2 * 3)`` compares with the constant -6, converted to x's type)."""
+        if not all(i.is_constant for i in inputs) or is_null(result.type):
+            return result
+        try:
+            column = ds.dataset(_ONE_ROW).to_table(columns={"v": result.expression}).column("v")
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            return result  # left to fail (or not) where the rows are
+        value = column[0].as_py()
+        if isinstance(value, dt.datetime) and value.tzinfo is not None:  # constants hold UTC wall-clock times
+            value = value.astimezone(dt.timezone.utc).replace(tzinfo=None)
+        return constant(value, result.type)
+
+
+def _flatten(node, cls) -> list:
+    """Operands of a chain of one associative operator, left to right, without recursion."""
+    out, stack = [], [node]
+    while stack:
+        current = stack.pop()
+        while isinstance(current, exp.Paren) and isinstance(current.this, cls):
+            current = current.this
+        if isinstance(current, cls):
+            stack.append(current.expression)
+            stack.append(current.this)
+        else:
+            out.append(current)
+    return out
+
+
+def _function_name(node) -> str:
+    try:
+        return node.sql_name().lower()
+    except Exception:  # a sqlglot version without sql_name
+        return type(node).__name__.lower()

@@ -1,0 +1,71 @@
+"""The entry points: a SQL condition (``rowFilter``, DML ``WHERE`` / ``ON``) or a SQL value
+(``SET col = ...``) as a pyarrow compute expression over a table's schema."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..errors import InvalidArgumentError
+from .compiler import Compiler, Typed
+from .parsing import parse_expression
+from .sqltypes import describe, is_boolean, is_null
+
+
+@dataclass(frozen=True, eq=False)  # an Expression has no truth value to compare by
+class Condition:
+    """A parsed SQL condition.
+
+    ``expression`` is a boolean ``pyarrow.compute.Expression`` with Spark SQL's semantics; a
+    row where it is NULL does not match (``Table.filter`` and dataset filters drop NULLs).
+    ``columns`` are the top-level columns it reads, spelled as in the schema.
+    """
+
+    text: str
+    expression: pc.Expression
+    columns: frozenset[str]
+
+
+@dataclass(frozen=True, eq=False)
+class ValueExpression:
+    """A parsed SQL scalar expression and the Arrow type of its result (``null`` for a bare
+    NULL, which takes the type of wherever it is stored)."""
+
+    text: str
+    expression: pc.Expression
+    columns: frozenset[str]
+    type: pa.DataType
+
+
+def _compile(text: str, schema: pa.Schema, argument: str) -> tuple[Compiler, object, Typed]:
+    if not isinstance(schema, pa.Schema):
+        raise InvalidArgumentError("schema", f"expected a pyarrow.Schema, got {type(schema).__name__}")
+    tree = parse_expression(text, argument)
+    compiler = Compiler(text, schema, argument)
+    try:
+        return compiler, tree, compiler.compile(tree)
+    except RecursionError:
+        raise InvalidArgumentError(argument, "the expression is nested too deeply") from None
+
+
+def parse_condition(text: str, schema: pa.Schema, *, argument: str = "rowFilter") -> Condition:
+    """Parse a SQL boolean condition (Spark dialect) over the columns of ``schema``.
+
+    Errors are :class:`~acid_source.errors.InvalidArgumentError` naming ``argument``, with
+    the line and column of the offending part.
+    """
+    compiler, tree, typed = _compile(text, schema, argument)
+    if is_null(typed.type):
+        typed = Typed(pc.scalar(pa.scalar(None, pa.bool_())), pa.bool_(), True)
+    elif not is_boolean(typed.type):
+        compiler.fail(tree, "a condition must be true or false, but this expression is of type "
+                            f"{describe(typed.type)}")
+    return Condition(text, typed.expression, frozenset(compiler.columns))
+
+
+def parse_value_expression(text: str, schema: pa.Schema, *, argument: str = "expression") -> ValueExpression:
+    """Parse a SQL scalar expression (any type, booleans included) over ``schema``."""
+    compiler, _, typed = _compile(text, schema, argument)
+    return ValueExpression(text, typed.expression, frozenset(compiler.columns), typed.type)

@@ -1,0 +1,223 @@
+"""Spark SQL's type rules, restated for Arrow types.
+
+Which type two values are compared in, what an arithmetic operator returns, and which Arrow
+type a SQL type name means. Each function returns None (or raises ValueError) for a
+combination Spark would not coerce implicitly; callers turn that into a user-facing error.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+from sqlglot import exp
+
+MAX_DECIMAL_PRECISION = 38
+
+# Spark's DecimalType.forType: how many decimal digits an integral type needs.
+_INTEGER_DIGITS = {8: 3, 16: 5, 32: 10, 64: 20}
+_SIGNED = (pa.int8(), pa.int16(), pa.int32(), pa.int64())
+
+
+def is_integral(t: pa.DataType) -> bool:
+    return pa.types.is_integer(t)
+
+
+def is_floating(t: pa.DataType) -> bool:
+    return pa.types.is_floating(t)
+
+
+def is_decimal(t: pa.DataType) -> bool:
+    return pa.types.is_decimal(t)
+
+
+def is_numeric(t: pa.DataType) -> bool:
+    return is_integral(t) or is_floating(t) or is_decimal(t)
+
+
+def is_string(t: pa.DataType) -> bool:
+    return (pa.types.is_string(t) or pa.types.is_large_string(t)
+            or getattr(pa.types, "is_string_view", lambda _: False)(t))
+
+
+def is_binary(t: pa.DataType) -> bool:
+    return (pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t)
+            or getattr(pa.types, "is_binary_view", lambda _: False)(t))
+
+
+def is_date(t: pa.DataType) -> bool:
+    return pa.types.is_date(t)
+
+
+def is_timestamp(t: pa.DataType) -> bool:
+    return pa.types.is_timestamp(t)
+
+
+def is_null(t: pa.DataType) -> bool:
+    return pa.types.is_null(t)
+
+
+def is_boolean(t: pa.DataType) -> bool:
+    return pa.types.is_boolean(t)
+
+
+def describe(t: pa.DataType) -> str:
+    """The Spark SQL name of an Arrow type, for messages."""
+    names = {pa.int8(): "tinyint", pa.int16(): "smallint", pa.int32(): "int", pa.int64(): "bigint",
+             pa.float32(): "float", pa.float64(): "double", pa.bool_(): "boolean", pa.null(): "void",
+             pa.date32(): "date", pa.date64(): "date"}
+    if t in names:
+        return names[t]
+    if is_string(t):
+        return "string"
+    if is_binary(t):
+        return "binary"
+    if is_decimal(t):
+        return f"decimal({t.precision},{t.scale})"
+    if is_timestamp(t):
+        return "timestamp" if t.tz is None else f"timestamp (time zone {t.tz})"
+    if pa.types.is_struct(t):
+        return "struct<" + ",".join(f"{f.name}:{describe(f.type)}" for f in t) + ">"
+    return str(t)
+
+
+def integer_range(t: pa.DataType) -> tuple[int, int]:
+    bits = t.bit_width
+    if pa.types.is_signed_integer(t):
+        return -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    return 0, (1 << bits) - 1
+
+
+def as_decimal(t: pa.DataType) -> pa.DataType:
+    """The decimal type that holds every value of an integral or decimal type."""
+    if is_decimal(t):
+        return t
+    return pa.decimal128(_INTEGER_DIGITS[t.bit_width], 0)
+
+
+def decimal_type(precision: int, scale: int) -> pa.DataType | None:
+    if precision > MAX_DECIMAL_PRECISION:
+        return None
+    return pa.decimal128(max(precision, 1), scale)
+
+
+def _wider_integer(a: pa.DataType, b: pa.DataType) -> pa.DataType:
+    lo = min(integer_range(a)[0], integer_range(b)[0])
+    hi = max(integer_range(a)[1], integer_range(b)[1])
+    for t in _SIGNED:
+        t_lo, t_hi = integer_range(t)
+        if t_lo <= lo and hi <= t_hi:
+            return t
+    return pa.decimal128(20, 0)  # uint64 with a signed type
+
+
+def _wider_decimal(a: pa.DataType, b: pa.DataType) -> pa.DataType:
+    a, b = as_decimal(a), as_decimal(b)
+    scale = max(a.scale, b.scale)
+    digits = max(a.precision - a.scale, b.precision - b.scale)
+    return decimal_type(digits + scale, scale) or pa.float64()
+
+
+def common_type(a: pa.DataType, b: pa.DataType) -> pa.DataType | None:
+    """The type Spark compares (or merges, for COALESCE / CASE) ``a`` and ``b`` in."""
+    if a == b:
+        return a
+    if is_null(a):
+        return b
+    if is_null(b):
+        return a
+    if is_integral(a) and is_integral(b):
+        return _wider_integer(a, b)
+    if is_numeric(a) and is_numeric(b):
+        if is_floating(a) or is_floating(b):
+            if is_decimal(a) or is_decimal(b) or pa.float64() in (a, b):
+                return pa.float64()
+            return pa.float32()
+        return _wider_decimal(a, b)
+    if is_string(a) and is_string(b):
+        return pa.large_string() if pa.large_string() in (a, b) else pa.string()
+    if is_binary(a) and is_binary(b):
+        return pa.large_binary() if pa.large_binary() in (a, b) else pa.binary()
+    if is_date(a) and is_date(b):
+        return pa.date32()
+    if is_date(a) and is_timestamp(b):
+        return b
+    if is_timestamp(a) and is_date(b):
+        return a
+    if is_timestamp(a) and is_timestamp(b):
+        units = ["s", "ms", "us", "ns"]
+        unit = max(a.unit, b.unit, key=units.index)
+        if a.tz == b.tz:
+            tz = a.tz
+        elif a.tz and b.tz:
+            tz = "UTC"
+        else:  # a wall-clock time against an instant: the wall-clock time is taken as UTC
+            tz = a.tz or b.tz
+        return pa.timestamp(unit, tz)
+    return None
+
+
+ARITHMETIC = ("add", "subtract", "multiply", "divide", "remainder", "int_divide")
+
+
+def arithmetic_types(op: str, a: pa.DataType, b: pa.DataType):
+    """``(left operand type, right operand type, result type)`` of a numeric operator, or None.
+
+    Like Spark: ``/`` returns double, ``div`` bigint, and decimal results get Spark's precision
+    and scale. Where Spark would have to drop digits from a decimal result (precision beyond
+    38), and for ``/`` on decimals, the operation is done in double instead.
+    """
+    if not (is_numeric(a) and is_numeric(b)):
+        return None
+    if op == "divide":
+        return pa.float64(), pa.float64(), pa.float64()
+    if op == "int_divide":
+        if not (is_integral(a) and is_integral(b)):
+            return None
+        return pa.int64(), pa.int64(), pa.int64()
+    common = common_type(a, b)
+    if not is_decimal(common):
+        return common, common, common
+    da, db = as_decimal(a), as_decimal(b)
+    p1, s1, p2, s2 = da.precision, da.scale, db.precision, db.scale
+    if op in ("add", "subtract"):
+        scale = max(s1, s2)
+        result = decimal_type(max(p1 - s1, p2 - s2) + scale + 1, scale)
+    elif op == "multiply":
+        result = decimal_type(p1 + p2 + 1, s1 + s2)
+    else:  # remainder
+        scale = max(s1, s2)
+        result = decimal_type(min(p1 - s1, p2 - s2) + scale, scale)
+    if result is None:
+        return pa.float64(), pa.float64(), pa.float64()
+    return da, db, result
+
+
+_SQL_TYPES = {
+    "TINYINT": pa.int8(), "SMALLINT": pa.int16(), "INT": pa.int32(), "BIGINT": pa.int64(),
+    "FLOAT": pa.float32(), "DOUBLE": pa.float64(), "BOOLEAN": pa.bool_(),
+    "TEXT": pa.string(), "VARCHAR": pa.string(), "CHAR": pa.string(), "NVARCHAR": pa.string(),
+    "NCHAR": pa.string(), "DATE": pa.date32(), "BINARY": pa.binary(), "VARBINARY": pa.binary(),
+    # Spark keeps timestamps in microseconds; a literal without an offset is wall-clock time
+    "TIMESTAMP": pa.timestamp("us"), "TIMESTAMPNTZ": pa.timestamp("us"),
+    "TIMESTAMPLTZ": pa.timestamp("us"), "TIMESTAMPTZ": pa.timestamp("us"), "DATETIME": pa.timestamp("us"),
+}
+
+
+def arrow_type_of(data_type: exp.DataType) -> pa.DataType:
+    """The Arrow type of a SQL type in CAST or a typed literal; ValueError if unsupported."""
+    name = data_type.this.name if hasattr(data_type.this, "name") else str(data_type.this)
+    if name == "DECIMAL":
+        params = [p.this for p in data_type.expressions]
+        if len(params) > 2 or not all(isinstance(p, exp.Literal) and p.name.isdigit() for p in params):
+            raise ValueError(f"unsupported type {data_type.sql(dialect='spark')}")
+        if not params:
+            return pa.decimal128(10, 0)  # Spark's DECIMAL without arguments
+        numbers = [int(p.name) for p in params]
+        precision, scale = numbers[0], numbers[1] if len(numbers) == 2 else 0
+        if not (1 <= precision <= MAX_DECIMAL_PRECISION and 0 <= scale <= precision):
+            raise ValueError(f"decimal({precision},{scale}) is not a valid type (precision 1 to 38, "
+                             "scale 0 to the precision)")
+        return pa.decimal128(precision, scale)
+    if name in _SQL_TYPES:
+        return _SQL_TYPES[name]
+    raise ValueError(f"unsupported type {data_type.sql(dialect='spark')} (supported: tinyint, smallint, int, "
+                     "bigint, float, double, decimal(p,s), boolean, string, binary, date, timestamp)")
