@@ -6,11 +6,16 @@ error that names the option, so typos never silently change what a query returns
 
 from __future__ import annotations
 
+import datetime as dt
+import difflib
+import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from .errors import InvalidOptionError
 from .layout.writeids import ValidTxnList, ValidWriteIdList
+from .orc.codecs import CODECS, DEFAULT_CODEC, canonical_codec
 
 DEFAULT_MAX_SPLIT_BYTES = 256 * 1024 * 1024
 TABLE_TYPES = ("auto", "full", "insert_only")
@@ -20,6 +25,8 @@ READ_OPTIONS = {
     "path": "table location (URL or local path)",
     "validWriteIds": "Hive ValidWriteIdList snapshot, e.g. 'db.t:5:9223372036854775807::'",
     "validTxns": "Hive ValidReadTxnList deciding which _vN (compacted) directories are visible",
+    "versionAsOf": "time travel: the table right after this write id committed",
+    "timestampAsOf": "time travel: the table as of this time (ISO-8601, UTC unless a zone is given, or epoch seconds)",
     "includeRowId": "true to add Hive's ROW__ID struct column (writeId, bucketId, rowId)",
     "tableType": "auto | full | insert_only",
     "maxSplitBytes": "a bucket larger than this is read by several tasks (e.g. 256m)",
@@ -40,10 +47,12 @@ WRITE_OPTIONS = {
     "compression": "new table: zlib (default) | snappy | zstd | lz4 | uncompressed",
     "tableName": "new table: a name (db.table) to find it by",
 }
-COMPRESSIONS = ("zlib", "snappy", "zstd", "lz4", "uncompressed")
+#: write options that only matter when the write creates the table
+CREATE_OPTIONS = ("partitionColumns", "bucketColumns", "numBuckets", "tableType", "compression", "tableName")
+COMPRESSIONS = CODECS
 PUSHDOWN_MODES = ("auto", "true", "false")
 
-_SIZE = re.compile(r"^\s*(\d+)\s*([kmgt]?)b?\s*$", re.IGNORECASE)
+_SIZE = re.compile(r"^\s*([0-9]{1,19})\s*([kmgt]?)b?\s*$", re.IGNORECASE)
 _UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
 
 
@@ -61,25 +70,46 @@ def parse_size(option: str, value: str) -> int:
     if not m:
         raise InvalidOptionError(option, f"expected a size such as 134217728 or 128m, got {value!r}")
     size = int(m.group(1)) * _UNITS[m.group(2).lower()]
-    if size <= 0:
-        raise InvalidOptionError(option, "must be positive")
+    if not 0 < size < 2**63:
+        raise InvalidOptionError(option, f"must be positive and below 2^63 bytes, got {value!r}")
     return size
 
 
-def _canonical(options: dict, known: dict[str, str]) -> dict[str, str]:
-    """Map case-insensitive keys to their canonical spelling; reject unknown keys."""
+def _canonical(options: dict, known: dict[str, str], other: dict[str, str] | None = None) -> dict[str, str]:
+    """Map case-insensitive keys to their canonical spelling; reject unknown keys.
+
+    Spark lower-cases option names before we see them, so errors name known options in their
+    canonical spelling, and an unknown one with the closest known name. ``other``: the options
+    of the other direction (read vs write), to tell a misplaced option from a typo.
+    """
     by_lower = {k.lower(): k for k in known}
     out: dict[str, str] = {}
+    given_as: dict[str, str] = {}
     for key, value in options.items():
+        key = str(key)
         if key.lower().startswith(STORAGE_OPTION_PREFIX):
             out[key] = value
             continue
         canon = by_lower.get(key.lower())
         if canon is None:
-            valid = ", ".join(sorted(known))
-            raise InvalidOptionError(key, f"unknown option; valid options are: {valid}, fs.<storage option>")
+            raise InvalidOptionError(key, _unknown_option_message(key, known, other or {}))
+        if canon in given_as:
+            raise InvalidOptionError(canon, f"given twice (as {given_as[canon]!r} and {key!r})")
+        given_as[canon] = key
         out[canon] = value
     return out
+
+
+def _unknown_option_message(key: str, known: dict[str, str], other: dict[str, str]) -> str:
+    valid = ", ".join(sorted(known)) + ", fs.<storage option>"
+    misplaced = {k.lower(): k for k in other if k not in known}.get(key.lower())
+    if misplaced is not None:
+        kind = "read" if known is WRITE_OPTIONS else "write"
+        return f"{misplaced!r} is a {kind} option, not valid here; valid options are: {valid}"
+    by_lower = {k.lower(): k for k in known}
+    close = difflib.get_close_matches(key.lower(), list(by_lower), n=1, cutoff=0.6)
+    hint = f"did you mean {by_lower[close[0]]!r}? " if close else ""
+    return f"unknown option; {hint}valid options are: {valid}"
 
 
 def _path(opts: dict, how: str) -> str:
@@ -113,16 +143,22 @@ class ReadOptions:
     partition_filter: str | None = None
     filter_pushdown: str = "auto"
     metastore_url: str | None = None
+    version_as_of: int | None = None
+    timestamp_as_of: float | None = None
 
     @classmethod
-    def parse(cls, options: dict) -> "ReadOptions":
-        opts = _canonical(dict(options), READ_OPTIONS)
+    def parse(cls, options: Mapping[str, str]) -> "ReadOptions":
+        opts = _canonical(dict(options), READ_OPTIONS, WRITE_OPTIONS)
         path = _path(opts, ".load(path)")
         table_type = _choice(opts, "tableType", TABLE_TYPES, "auto")
         pushdown = _choice(opts, "filterPushdown", PUSHDOWN_MODES, "auto")
         partition_filter = opts.get("partitionFilter")
         if partition_filter is not None and not partition_filter.strip():
             raise InvalidOptionError("partitionFilter", "is empty")
+        chosen = [k for k in ("versionAsOf", "timestampAsOf", "validWriteIds") if k in opts]
+        if len(chosen) > 1:
+            raise InvalidOptionError(chosen[1], f"give only one of versionAsOf, timestampAsOf and validWriteIds "
+                                                f"(got {', '.join(chosen)})")
         write_ids = None
         if "validWriteIds" in opts:
             write_ids = ValidWriteIdList.parse(opts["validWriteIds"], option="validWriteIds")
@@ -137,11 +173,68 @@ class ReadOptions:
             filter_pushdown=pushdown,
             metastore_url=opts.get("metastoreUrl"),
             storage_options=_storage_options(opts),
+            version_as_of=parse_version("versionAsOf", opts["versionAsOf"]) if "versionAsOf" in opts else None,
+            timestamp_as_of=(parse_timestamp("timestampAsOf", opts["timestampAsOf"])
+                             if "timestampAsOf" in opts else None),
         )
+
+
+def parse_version(option: str, value) -> int:
+    """A write id (>= 0)."""
+    try:
+        version = int(str(value).strip())
+    except ValueError:
+        raise InvalidOptionError(option, f"expected a write id (an integer >= 0), got {value!r}") from None
+    if not 0 <= version < 2**63:
+        raise InvalidOptionError(option, f"expected a write id (an integer >= 0), got {value!r}")
+    return version
+
+
+def _finite_seconds(option: str, seconds: float, value) -> float:
+    if not math.isfinite(seconds):
+        raise InvalidOptionError(option, f"expected a finite number of epoch seconds, got {value!r}")
+    return seconds
+
+
+def parse_timestamp(option: str, value) -> float:
+    """Epoch seconds from a number, a datetime, or an ISO-8601 string (naive means UTC)."""
+    if isinstance(value, bool):
+        raise InvalidOptionError(option, f"expected a timestamp, got {value!r}")
+    if isinstance(value, (int, float)):
+        return _finite_seconds(option, float(value), value)
+    if isinstance(value, dt.datetime):
+        moment = value
+    else:
+        text = str(value).strip()
+        try:
+            seconds = float(text)
+        except ValueError:
+            seconds = None
+        if seconds is not None:
+            return _finite_seconds(option, seconds, value)
+        try:
+            moment = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError:
+            raise InvalidOptionError(option, "expected an ISO-8601 timestamp such as '2026-11-21 10:30:00' "
+                                             f"(UTC unless a zone is given) or epoch seconds, got {value!r}") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=dt.timezone.utc)
+    return moment.timestamp()
 
 
 def _csv(value: str | None) -> tuple[str, ...]:
     return tuple(c.strip() for c in (value or "").split(",") if c.strip())
+
+
+def _column_list(opts: dict, option: str) -> tuple[str, ...]:
+    """A comma-separated column list; a column named twice is an error (names are
+    case-insensitive, as in Hive)."""
+    columns = _csv(opts.get(option))
+    lowered = [c.lower() for c in columns]
+    repeated = sorted({c for c in columns if lowered.count(c.lower()) > 1})
+    if repeated:
+        raise InvalidOptionError(option, f"columns repeat: {', '.join(repeated)}")
+    return columns
 
 
 @dataclass(frozen=True)
@@ -157,21 +250,29 @@ class WriteOptions:
     compression: str
     table_name: str | None
     storage_options: tuple
+    # the table-creation options the caller actually gave (checked against an existing table)
+    given: frozenset = frozenset()
 
     @classmethod
-    def parse(cls, options: dict) -> "WriteOptions":
-        opts = _canonical(dict(options), WRITE_OPTIONS)
+    def parse(cls, options: Mapping[str, str]) -> "WriteOptions":
+        opts = _canonical(dict(options), WRITE_OPTIONS, READ_OPTIONS)
         path = _path(opts, ".save(path)")
         mode = _choice(opts, "partitionOverwriteMode", ("static", "dynamic"), "static")
         table_type = _choice(opts, "tableType", ("full", "insert_only"), "full")
-        compression = _choice(opts, "compression", COMPRESSIONS, "zlib")
-        bucket_columns = _csv(opts.get("bucketColumns"))
+        compression = canonical_codec(opts.get("compression", DEFAULT_CODEC))
+        partition_columns = _column_list(opts, "partitionColumns")
+        bucket_columns = _column_list(opts, "bucketColumns")
+        both = sorted({c.lower() for c in partition_columns} & {c.lower() for c in bucket_columns})
+        if both:
+            raise InvalidOptionError("bucketColumns", f"{', '.join(both)} cannot be both a partition column "
+                                     "and a bucket column")
         num_buckets = 0
         if "numBuckets" in opts:
             try:
                 num_buckets = int(opts["numBuckets"])
             except ValueError:
-                raise InvalidOptionError("numBuckets", f"expected a positive integer, got {opts['numBuckets']!r}") from None
+                raise InvalidOptionError(
+                    "numBuckets", f"expected a positive integer, got {opts['numBuckets']!r}") from None
             if not 1 <= num_buckets <= 4096:
                 raise InvalidOptionError("numBuckets", "must be between 1 and 4096")
         if bool(bucket_columns) != bool(num_buckets):
@@ -182,11 +283,12 @@ class WriteOptions:
             metastore_url=opts.get("metastoreUrl"),
             static_partition=opts.get("partition"),
             dynamic_overwrite=mode == "dynamic",
-            partition_columns=_csv(opts.get("partitionColumns")),
+            partition_columns=partition_columns,
             bucket_columns=bucket_columns,
             num_buckets=num_buckets,
             insert_only=table_type == "insert_only",
             compression=compression,
             table_name=opts.get("tableName"),
             storage_options=_storage_options(opts),
+            given=frozenset(k for k in CREATE_OPTIONS if k in opts),
         )

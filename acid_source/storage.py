@@ -16,6 +16,8 @@ import fsspec
 import pyarrow as pa
 from fsspec.implementations.local import LocalFileSystem
 
+from .errors import CorruptFileError, UnsafePathError
+
 
 @dataclass(frozen=True)
 class FileEntry:
@@ -44,6 +46,10 @@ class Storage:
         object.__setattr__(self, "url", state["url"])
         object.__setattr__(self, "options", state["options"])
 
+    @cached_property
+    def _real_root(self) -> str:
+        return os.path.realpath(self.root)
+
     @property
     def fs(self) -> fsspec.AbstractFileSystem:
         return self._fs_and_root[0]
@@ -70,9 +76,26 @@ class Storage:
         for info in self.fs.ls(path, detail=True):
             full = info["name"].rstrip("/")
             name = full.rsplit("/", 1)[-1]
-            entries.append(FileEntry(full, name, int(info.get("size") or 0), info.get("type") == "directory"))
+            is_dir = info.get("type") == "directory"
+            if info.get("islink") and self.is_local:
+                # fsspec reports a link as "other": refuse one that leaves the table, follow
+                # one that stays inside
+                self.check_inside_root(full)
+                is_dir = os.path.isdir(full)
+            entries.append(FileEntry(full, name, int(info.get("size") or 0), is_dir))
         entries.sort(key=lambda e: e.path)
         return entries
+
+    def check_inside_root(self, path: str) -> None:
+        """Refuse a local path that a symbolic link leads outside the table root: acidorc
+        never reads or writes outside the table (object stores have no links)."""
+        if not self.is_local:
+            return
+        real_root = self._real_root
+        real = os.path.realpath(path)
+        if real != real_root and not real.startswith(real_root.rstrip("/") + "/"):
+            raise UnsafePathError(path, f"leads outside the table root {self.root} (to {real}) "
+                                  "through a symbolic link; acidorc reads and writes only inside the table")
 
     def read_bytes(self, path: str) -> bytes:
         with self.fs.open(path, "rb") as f:
@@ -82,6 +105,7 @@ class Storage:
         self.fs.makedirs(path, exist_ok=True)
 
     def write_if_absent(self, path: str, data: bytes) -> None:
+        self.check_inside_root(path)  # a dangling link would create its target elsewhere
         if not self.fs.exists(path):
             with self.fs.open(path, "wb") as f:
                 f.write(data)
@@ -90,6 +114,7 @@ class Storage:
         """Move a finished local file to ``path`` (a rename where possible). Partial copies are
         harmless: files of a write id are invisible until the metastore commits it."""
         if self.is_local:
+            self.check_inside_root(path)
             shutil.move(local_path, path)
         else:
             self.fs.put_file(local_path, path)
@@ -102,7 +127,10 @@ class Storage:
         """A pyarrow random-access file; ``length`` limits it to a prefix (``_flush_length``)."""
         if self.is_local:
             mapped = pa.memory_map(path)
-            if length is None or length >= mapped.size():
+            if length is not None and length > mapped.size():
+                raise CorruptFileError(path, f"its _flush_length says {length} bytes were committed, but the "
+                                             f"file holds only {mapped.size()}")
+            if length is None or length == mapped.size():
                 return mapped
             return pa.BufferReader(mapped.read_buffer(length))
         raw = self.fs.open(path, "rb")

@@ -109,3 +109,78 @@ def test_errors_leave_files_untouched(tmp_path):
     with pytest.raises(AcidError):
         read_rows(t.root, validWriteIds="garbage")
     assert {p: p.read_bytes() for p in t.root.rglob("*") if p.is_file()} == before
+
+
+# --- every error class pickles with its message and attributes -----------------------------
+
+import pickle  # noqa: E402
+
+import acid_source  # noqa: E402
+from acid_source import errors  # noqa: E402
+
+# One representative construction per error class: (positional args, keyword args). A new
+# error class without an entry fails test_every_error_class_has_an_example.
+EXAMPLES = {
+    errors.InvalidOptionError: (("validWriteIds", "expected a snapshot"), {}),
+    errors.InvalidArgumentError: (("num_buckets", "must be >= 0"), {}),
+    errors.InvalidSnapshotError: (("d.t:x", "bad id 'x'"), {"option": "validWriteIds"}),
+    errors.TableLocationNotFoundError: (("/warehouse/t",), {}),
+    errors.NotAnAcidTableError: (("/warehouse/t", "no base or delta directory"), {}),
+    errors.UnsafePathError: (("/warehouse/t/link", "a symbolic link leads outside the table"), {}),
+    errors.StorageError: (("/warehouse/t", "deleting the files failed: permission denied"), {}),
+    errors.CorruptFileError: (("/warehouse/t/base_1/bucket_00000", "truncated"), {}),
+    errors.NotEnoughHistoryError: (("/warehouse/t", "base_5", "d.t:3:3::"), {}),
+    errors.SchemaError: (("bad DDL",), {"path": "/warehouse/t", "column": "id", "position": 3}),
+    errors.MetastoreError: (("database is locked",), {"url": "sqlite:///m.db"}),
+    errors.TableNotRegisteredError: ((), {"location": "/warehouse/t", "name": "d.t"}),
+    errors.TableExistsError: (("taken",), {"location": "/warehouse/t", "name": "d.t"}),
+    errors.TransactionStateError: (("not open",), {"txn_id": 7, "state": "aborted"}),
+    errors.MetastoreNotFoundError: (("no such store",), {"url": "sqlite:///nope.db"}),
+    errors.VersionNotFoundError: (("write id 9 is not committed",), {"table_id": 1, "write_id": 9}),
+    errors.ConflictError: (("lost",), {"txn_id": 8, "committed_txn_id": 7, "location": "/w/t",
+                                       "partition": "ds=1"}),
+    errors.UnsupportedOperationError: (("streaming read", "not available yet"), {}),
+}
+
+
+def all_error_classes():
+    seen, todo = [], [errors.AcidError]
+    while todo:
+        for sub in todo.pop().__subclasses__():
+            if sub not in seen:
+                seen.append(sub)
+                todo.append(sub)
+    return seen
+
+
+def test_every_error_class_has_an_example():
+    missing = [c.__name__ for c in all_error_classes() if c not in EXAMPLES]
+    assert not missing, f"add example arguments to EXAMPLES for {missing}"
+
+
+@pytest.mark.parametrize("cls", all_error_classes(), ids=lambda c: c.__name__)
+def test_errors_survive_pickling_with_message_and_context(cls):
+    args, kwargs = EXAMPLES[cls]
+    error = cls(*args, **kwargs)
+    context = {k: v for k, v in vars(error).items() if v is not None}
+    assert context, f"{cls.__name__} carries no context attributes"
+    copy = pickle.loads(pickle.dumps(error))
+    assert type(copy) is cls
+    assert str(copy) == str(error) and copy.args == error.args
+    assert vars(copy) == vars(error)
+    assert str(pickle.loads(pickle.dumps(copy))) == str(error)  # stable over several hops
+
+
+def test_table_location_not_found_keeps_its_message_once():
+    error = pickle.loads(pickle.dumps(errors.TableLocationNotFoundError("/w/t")))
+    assert str(error) == "table path does not exist: /w/t" and error.path == "/w/t"
+    assert isinstance(error, FileNotFoundError)
+
+
+def test_old_error_names_are_the_same_classes():
+    assert acid_source.TableNotFoundError is acid_source.TableLocationNotFoundError
+    assert acid_source.NoSuchTableError is acid_source.TableNotRegisteredError
+    assert errors.TableNotFoundError is errors.TableLocationNotFoundError
+    for name in ("TableLocationNotFoundError", "TableNotRegisteredError", "InvalidArgumentError",
+                 "UnsupportedOperationError"):
+        assert name in acid_source.__all__

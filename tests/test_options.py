@@ -28,3 +28,132 @@ def test_sizes(text, size):
 def test_path_is_required():
     with pytest.raises(InvalidOptionError, match="path"):
         ReadOptions.parse({})
+
+
+# --- errors name options in their canonical spelling (Spark lower-cases the keys) -----------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from acid_source.errors import InvalidSnapshotError  # noqa: E402
+from acid_source.options import READ_OPTIONS, WRITE_OPTIONS, WriteOptions  # noqa: E402
+
+
+@pytest.mark.parametrize("parse, key, canonical", [
+    (ReadOptions.parse, "validwriteid", "validWriteIds"),
+    (ReadOptions.parse, "includerowids", "includeRowId"),
+    (ReadOptions.parse, "maxsplitbyte", "maxSplitBytes"),
+    (ReadOptions.parse, "partitionfilters", "partitionFilter"),
+    (WriteOptions.parse, "compresion", "compression"),
+    (WriteOptions.parse, "partitioncolumn", "partitionColumns"),
+    (WriteOptions.parse, "numbucket", "numBuckets"),
+])
+def test_unknown_option_suggests_the_closest_known_one(parse, key, canonical):
+    with pytest.raises(InvalidOptionError, match=f"did you mean '{canonical}'") as info:
+        parse({"path": "/t", key: "x"})
+    assert info.value.option == key
+
+
+def test_unknown_option_without_a_close_match_lists_the_valid_ones():
+    with pytest.raises(InvalidOptionError) as info:
+        ReadOptions.parse({"path": "/t", "xyzzy": "1"})
+    assert "did you mean" not in str(info.value) and "validWriteIds" in str(info.value)
+
+
+@pytest.mark.parametrize("parse, key, kind", [
+    (WriteOptions.parse, "validwriteids", "read"), (WriteOptions.parse, "includerowid", "read"),
+    (ReadOptions.parse, "partitioncolumns", "write"), (ReadOptions.parse, "compression", "write"),
+])
+def test_an_option_of_the_other_direction_says_so(parse, key, kind):
+    with pytest.raises(InvalidOptionError, match=f"is a {kind} option"):
+        parse({"path": "/t", key: "x"})
+
+
+@pytest.mark.parametrize("key, value, canonical", [
+    ("validwriteids", "garbage", "validWriteIds"), ("validtxns", "x", "validTxns"),
+    ("includerowid", "maybe", "includeRowId"), ("maxsplitbytes", "lots", "maxSplitBytes"),
+    ("tabletype", "delta", "tableType"), ("filterpushdown", "sometimes", "filterPushdown"),
+    ("partitionfilter", " ", "partitionFilter"),
+])
+def test_read_option_errors_use_the_canonical_name(key, value, canonical):
+    with pytest.raises((InvalidOptionError, InvalidSnapshotError)) as info:
+        ReadOptions.parse({"path": "/t", key: value})
+    assert f"option '{canonical}'" in str(info.value) and info.value.option == canonical
+
+
+@pytest.mark.parametrize("options, canonical", [
+    ({"numbuckets": "many", "bucketcolumns": "id"}, "numBuckets"),
+    ({"compression": "gzip"}, "compression"),
+    ({"tabletype": "delta"}, "tableType"),
+    ({"partitionoverwritemode": "some"}, "partitionOverwriteMode"),
+    ({"bucketcolumns": "id"}, "numBuckets"),
+    ({"partitioncolumns": "a, A"}, "partitionColumns"),
+    ({"partitioncolumns": "day", "bucketcolumns": "DAY", "numbuckets": "2"}, "bucketColumns"),
+])
+def test_write_option_errors_use_the_canonical_name(options, canonical):
+    with pytest.raises(InvalidOptionError) as info:
+        WriteOptions.parse({"path": "/t", **options})
+    assert f"option '{canonical}'" in str(info.value) and info.value.option == canonical
+
+
+def test_an_option_given_twice_in_different_cases_is_an_error():
+    with pytest.raises(InvalidOptionError, match="given twice"):
+        ReadOptions.parse({"path": "/t", "includeRowId": "true", "INCLUDEROWID": "false"})
+
+
+@pytest.mark.parametrize("given, codec", [("ZLIB", "zlib"), ("none", "uncompressed"), ("Uncompressed", "uncompressed"),
+                                          ("zstd", "zstd")])
+def test_compression_option_accepts_hive_spellings(given, codec):
+    assert WriteOptions.parse({"path": "/t", "compression": given}).compression == codec
+
+
+# --- fuzz: any dict of strings parses or raises one of the two option errors ----------------
+
+_KEYS = st.one_of(
+    st.sampled_from(sorted({k for k in READ_OPTIONS} | {k for k in WRITE_OPTIONS}
+                           | {k.lower() for k in READ_OPTIONS} | {"fs.anon", "FS.key"})),
+    st.text(max_size=12),
+)
+_VALUES = st.one_of(
+    st.text(max_size=30),
+    st.text(alphabet="0123456789:,.-_ abcdefghijklmnopqrstuvwxyzT+Z$/=", max_size=40),
+    st.sampled_from(["true", "false", "128m", "0", "-1", "9" * 30, "1e400", "nan", "d.t:5:9223372036854775807::",
+                     "txn$d.t:5:1:2:3", "5:1::", "2026-11-21", "0001-01-01T00:00:00+14:00", "auto", "dynamic",
+                     "insert_only", "none", "lzo", "a,b,a", "", "inf", "-nan", "9" * 5000,
+                     "d.t:" + "9" * 5000 + ":1::"]),
+)
+_OPTIONS = st.dictionaries(_KEYS, _VALUES, max_size=6)
+_NASTY = ["", " ", "x", "-1", "0", "9" * 5000, "1e400", "inf", "nan", "\x00", "ß", "\u0661\u0662", "d.t:1:1::",
+          "d.t:" + "9" * 5000 + ":1::", "0001-01-01T00:00:00+14:00", "9999-12-31T23:59:59-14:00", "a,b,a", "a=1/../b"]
+
+
+@pytest.mark.parametrize("parse, known", [(ReadOptions.parse, READ_OPTIONS), (WriteOptions.parse, WRITE_OPTIONS)],
+                         ids=["read", "write"])
+def test_every_known_option_with_nasty_values_raises_only_option_errors(parse, known):
+    for key in known:
+        for value in _NASTY:
+            try:
+                parse({"path": "/t", key.lower(): value})
+            except (InvalidOptionError, InvalidSnapshotError):
+                pass
+
+
+@pytest.mark.parametrize("parse", [ReadOptions.parse, WriteOptions.parse], ids=["read", "write"])
+@settings(max_examples=200, deadline=None)
+@given(options=_OPTIONS, path=st.one_of(st.just("/t"), st.text(max_size=10)))
+def test_parse_raises_only_option_errors(parse, options, path):
+    try:
+        parse({"path": path, **options})
+    except (InvalidOptionError, InvalidSnapshotError):
+        pass
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-Infinity"])
+def test_time_travel_needs_a_finite_time(value):
+    with pytest.raises(InvalidOptionError, match="finite"):
+        ReadOptions.parse({"path": "/t", "timestampasof": value})
+
+
+def test_a_size_with_thousands_of_digits_is_an_option_error():
+    with pytest.raises(InvalidOptionError, match="maxSplitBytes"):
+        ReadOptions.parse({"path": "/t", "maxsplitbytes": "9" * 5000})

@@ -1,100 +1,16 @@
-"""What is at a table path: its partition directories, whether it is full-ACID or
-insert-only, and the schema of its data and partition columns."""
+"""What the data files of a table say: whether it is full-ACID or insert-only, and the schema
+of its data columns (for tables the transaction store does not describe)."""
 
 from __future__ import annotations
 
-import datetime as dt
-from dataclasses import dataclass
-
 import pyarrow as pa
 
-from ..errors import NotAnAcidTableError, SchemaError, TableNotFoundError
-from ..layout.acid_state import AcidState, get_acid_state
-from ..layout.names import ACID_VERSION_FILE, is_flush_length_file, is_hidden, parse_dir_name
-from ..layout.partitions import parse_partition_segment
+from ..errors import SchemaError
+from ..layout.acid_state import get_acid_state
+from ..layout.names import parse_dir_name
+from ..layout.table_dirs import FULL_ACID, INSERT_ONLY, TableLayout, data_files
 from ..layout.writeids import ValidTxnList, ValidWriteIdList
 from ..orc.files import OrcFile, with_microsecond_timestamps
-from ..storage import FileEntry, Storage
-
-FULL_ACID = "full"
-INSERT_ONLY = "insert_only"
-
-
-@dataclass(frozen=True)
-class PartitionDir:
-    path: str
-    raw_values: tuple[str | None, ...]  # unescaped strings; None is Hive's default partition
-
-
-@dataclass
-class TableLayout:
-    storage: Storage
-    partition_columns: list[str]
-    partitions: list[PartitionDir]
-    # listings of each partition directory, taken once during discovery
-    listings: dict[str, list[FileEntry]]
-
-    @property
-    def root(self) -> str:
-        return self.storage.root
-
-
-def discover_layout(storage: Storage) -> TableLayout:
-    """List partition directories (``k=v`` nesting) below the table root."""
-    root = storage.root
-    if not storage.exists(root):
-        raise TableNotFoundError(storage.url)
-    if not storage.is_dir(root):
-        raise NotAnAcidTableError(storage.url, "it is a file, not a table directory")
-
-    columns: list[str] | None = None
-    partitions: list[PartitionDir] = []
-    listings: dict[str, list[FileEntry]] = {}
-
-    def walk(path: str, values: tuple, names: tuple):
-        nonlocal columns
-        entries = storage.list_dir(path)
-        segments = []
-        for e in entries:
-            if e.is_dir and not is_hidden(e.name):
-                seg = parse_partition_segment(e.name)
-                if seg is not None and parse_dir_name(e.name) is None:
-                    segments.append((e, seg))
-        if segments:
-            for e, (name, value) in segments:
-                walk(e.path, values + (value,), names + (name,))
-            return
-        if not names:
-            listings[path] = entries
-            partitions.append(PartitionDir(path, ()))
-            return
-        if columns is None:
-            columns = list(names)
-        elif [c.lower() for c in columns] != [n.lower() for n in names]:
-            raise NotAnAcidTableError(
-                storage.url, f"inconsistent partition directories: {path} does not follow {'/'.join(columns)}"
-            )
-        listings[path] = entries
-        partitions.append(PartitionDir(path, values))
-
-    walk(root, (), ())
-    return TableLayout(storage, columns or [], partitions, listings)
-
-
-def has_acid_layout(layout: TableLayout) -> bool:
-    for entries in layout.listings.values():
-        for e in entries:
-            if (e.is_dir and parse_dir_name(e.name) is not None) or e.name == ACID_VERSION_FILE:
-                return True
-    return False
-
-
-def data_files(storage: Storage, directory: str) -> list[FileEntry]:
-    """Data files directly inside an ACID directory (no hidden files, no side files)."""
-    return [
-        e for e in storage.list_dir(directory)
-        if not e.is_dir and not is_hidden(e.name) and not is_flush_length_file(e.name)
-    ]
 
 
 def _candidate_files(layout: TableLayout, write_ids: ValidWriteIdList, txns: ValidTxnList):
@@ -146,67 +62,3 @@ def infer_data_schema(layout: TableLayout, write_ids, txns) -> pa.Schema:
     )
 
 
-def infer_partition_type(values: list[str | None]) -> pa.DataType:
-    """Like Spark's partition type inference: int, bigint, double, date, else string."""
-    present = [v for v in values if v is not None]
-    if not present:
-        return pa.string()
-
-    def all_parse(fn) -> bool:
-        try:
-            for v in present:
-                fn(v)
-            return True
-        except (ValueError, OverflowError):
-            return False
-
-    def as_int(v: str) -> int:
-        if v.strip() != v or (v.lstrip("-+")[:1] == "0" and len(v.lstrip("-+")) > 1):
-            raise ValueError(v)  # leading zeros would not round-trip
-        return int(v)
-
-    if all_parse(as_int):
-        ints = [int(v) for v in present]
-        if all(-(2**31) <= i < 2**31 for i in ints):
-            return pa.int32()
-        if all(-(2**63) <= i < 2**63 for i in ints):
-            return pa.int64()
-    if all_parse(_as_iso_date):
-        return pa.date32()
-    if all_parse(float) and all(v.lower() not in ("nan", "inf", "-inf", "infinity") for v in present):
-        return pa.float64()
-    return pa.string()
-
-
-def _as_iso_date(v: str) -> dt.date:
-    if len(v) != 10:  # only the canonical yyyy-mm-dd form, as Spark infers it
-        raise ValueError(v)
-    return dt.date.fromisoformat(v)
-
-
-def convert_partition_value(raw: str | None, type_: pa.DataType):
-    """A partition directory value as a Python value of the column's type (None stays None)."""
-    if raw is None:
-        return None
-    try:
-        if pa.types.is_integer(type_):
-            return int(raw)
-        if pa.types.is_floating(type_):
-            return float(raw)
-        if pa.types.is_date(type_):
-            return dt.date.fromisoformat(raw)
-        if pa.types.is_boolean(type_):
-            return raw.lower() == "true"
-        if pa.types.is_decimal(type_):
-            import decimal
-
-            return decimal.Decimal(raw)
-        if pa.types.is_timestamp(type_):
-            return dt.datetime.fromisoformat(raw)
-    except ValueError as exc:
-        raise SchemaError(f"partition value {raw!r} is not a valid {type_}: {exc}") from None
-    return raw
-
-
-def acid_state_for(layout: TableLayout, part: PartitionDir, write_ids, txns) -> AcidState:
-    return get_acid_state(layout.storage, part.path, write_ids, txns, layout.listings[part.path])

@@ -5,141 +5,107 @@ from __future__ import annotations
 
 import dataclasses
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
 
-from ..errors import CorruptFileError, InvalidOptionError, NotAnAcidTableError, SchemaError
+from ..errors import CorruptFileError, InvalidOptionError, SchemaError
 from ..filters import Predicate, partition_matches
 from ..layout.acid_state import AcidDir
 from ..layout.names import FLUSH_LENGTH_SUFFIX, is_flush_length_file, is_hidden, parse_bucket_file
+from ..layout.table_dirs import FULL_ACID, INSERT_ONLY, TableLayout, acid_state_for, convert_partition_value
 from ..layout.writeids import ValidTxnList, ValidWriteIdList
-from ..metastore import Metastore
-from ..metastore.engine import sqlite_store_missing
-from ..metastore.tableinfo import TableInfo
-from ..options import ReadOptions
 from ..orc.files import OrcFile, read_flush_length
 from ..storage import FileEntry, Storage
-from .discovery import (
-    FULL_ACID,
-    INSERT_ONLY,
-    TableLayout,
-    acid_state_for,
-    convert_partition_value,
-    detect_table_kind,
-    discover_layout,
-    has_acid_layout,
-    infer_data_schema,
-    infer_partition_type,
-)
-from .splits import ROW_ID_COLUMN, ROW_ID_TYPE, BucketSplit, FileSlice, ReadContext
+from .resolved import ResolvedTable
+from .splits import BucketSplit, FileSlice, ReadContext
+from .visibility import needs_collapse
 
-
-def needs_collapse(orc: OrcFile) -> bool:
-    """Does an insert-delta file hold ACID v1 events (UPDATEs, or DELETEs inside ``delta_``)?
-
-    Hive writers record ``inserts,updates,deletes`` in every file; a file without that record
-    cannot be proven insert-only, so it is merged the slow, always-correct way."""
-    if not orc.is_acid:
-        return False
-    stats = orc.acid_stats
-    return stats is None or stats[1] > 0 or stats[2] > 0
+DEFAULT_MAX_SPLIT_BYTES = 256 * 1024 * 1024
 
 
 @dataclass
 class TableScan:
-    """A scan of one table under one snapshot."""
+    """A scan of one resolved table (snapshot and listing taken once, by the caller)."""
 
-    options: ReadOptions
-    storage: Storage
-    layout: TableLayout
-    write_ids: ValidWriteIdList
-    txns: ValidTxnList
-    table_kind: str
-    table: TableInfo | None = None  # the metastore's record, when the table is registered
+    table: ResolvedTable
+    include_row_id: bool = False
+    max_split_bytes: int = DEFAULT_MAX_SPLIT_BYTES
+    partition_filter: str | None = None
 
-    @classmethod
-    def open(cls, options: ReadOptions) -> "TableScan":
-        storage = Storage(options.path, options.storage_options)
-        layout = discover_layout(storage)
-        write_ids, txns, table = options.write_ids, options.txns, None
-        if (write_ids is None or txns is None) and not sqlite_store_missing(options.metastore_url):
-            # The metastore is the source of truth for what is committed; tables it does not
-            # know are read as they are on disk.
-            metastore = Metastore(options.metastore_url)
-            table = metastore.find_table(options.path)
-            if table is not None:
-                write_ids = write_ids or metastore.valid_write_ids(table.table_id)
-                txns = txns or metastore.valid_txns()
-        write_ids = write_ids or ValidWriteIdList.all_valid()
-        txns = txns or ValidTxnList()
-        if table is not None and options.table_type == "auto":
-            kind = INSERT_ONLY if table.insert_only else FULL_ACID
-        elif options.table_type == "auto":
-            if not has_acid_layout(layout):
-                if any(any(not is_hidden(e.name) for e in entries) for entries in layout.listings.values()):
-                    raise NotAnAcidTableError(
-                        options.path,
-                        "no base_, delta_ or delete_delta_ directories; if it is a table converted to "
-                        "ACID that holds only pre-ACID files, pass option tableType=full",
-                    )
-                kind = FULL_ACID  # an empty table
-            else:
-                kind = detect_table_kind(layout, write_ids, txns)
-        else:
-            kind = FULL_ACID if options.table_type == "full" else INSERT_ONLY
-        if options.include_row_id and kind == INSERT_ONLY:
-            raise InvalidOptionError("includeRowId", f"{options.path} is an insert-only table: its rows have no ROW__ID")
-        return cls(options, storage, layout, write_ids, txns, kind, table)
+    def __post_init__(self):
+        if self.include_row_id and self.table.kind == INSERT_ONLY:
+            raise InvalidOptionError("includeRowId",
+                                     f"{self.table.location} is an insert-only table: its rows have no ROW__ID")
+
+    @property
+    def storage(self) -> Storage:
+        return self.table.storage
+
+    @property
+    def layout(self) -> TableLayout:
+        return self.table.layout
+
+    @property
+    def write_ids(self) -> ValidWriteIdList:
+        return self.table.write_ids
+
+    @property
+    def txns(self) -> ValidTxnList:
+        return self.table.txns
+
+    @property
+    def table_kind(self) -> str:
+        return self.table.kind
 
     # --- schema -------------------------------------------------------------------------------
-    def partition_fields(self, output_schema: pa.Schema | None = None) -> list[pa.Field]:
+    def partition_fields(self, output_schema: pa.Schema) -> list[pa.Field]:
         fields = []
-        for i, name in enumerate(self.layout.partition_columns):
-            if output_schema is not None:
-                idx = output_schema.get_field_index(name)
-                if idx < 0:
-                    idx = next((j for j, f in enumerate(output_schema) if f.name.lower() == name.lower()), -1)
-                if idx < 0:
-                    raise SchemaError(f"{self.options.path}: the schema lacks partition column {name!r}")
-                fields.append(output_schema.field(idx))
-                continue
-            values = [p.raw_values[i] for p in self.layout.partitions]
-            fields.append(pa.field(name, infer_partition_type(values)))
+        for name in self.layout.partition_columns:
+            idx = output_schema.get_field_index(name)
+            if idx < 0:
+                idx = next((j for j, f in enumerate(output_schema) if f.name.lower() == name.lower()), -1)
+            if idx < 0:
+                raise SchemaError(f"{self.table.location}: the schema lacks partition column {name!r}")
+            fields.append(output_schema.field(idx))
         return fields
 
     def infer_schema(self) -> pa.Schema:
-        """The metastore's schema of a registered table, otherwise the data columns of the
-        newest data file and the partition columns; then ROW__ID if asked."""
-        if self.table is not None:
-            fields = list(self.table.schema)
-            if self.options.include_row_id:
-                fields.append(pa.field(ROW_ID_COLUMN, ROW_ID_TYPE))
-            return pa.schema(fields)
-        data = infer_data_schema(self.layout, self.write_ids, self.txns)
-        part_names = {c.lower() for c in self.layout.partition_columns}
-        fields = [f for f in data if f.name.lower() not in part_names]
-        fields += self.partition_fields()
-        if self.options.include_row_id:
-            fields.append(pa.field(ROW_ID_COLUMN, ROW_ID_TYPE))
-        return pa.schema(fields)
+        """The store's schema of a registered table, otherwise the data columns of the newest
+        data file and the partition columns; then ROW__ID if asked."""
+        return self.table.schema(self.include_row_id)
+
+    def check_schema(self, output_schema: pa.Schema) -> None:
+        """A user-given schema may name fewer columns (that prunes the read) but, for a table
+        whose schema the store knows, no unknown ones: a misspelled column would silently read
+        as nulls. (Other engines' tables have no schema but their files'.)"""
+        if not self.table.registered:
+            return
+        known = {f.name.lower() for f in self.table.schema(include_row_id=True)}
+        unknown = [f.name for f in output_schema if f.name.lower() not in known]
+        if unknown:
+            raise SchemaError(f"{self.table.location}: the table has no column(s) {', '.join(map(repr, unknown))} "
+                              f"(columns: {', '.join(self.table.schema().names)})")
 
     # --- planning -----------------------------------------------------------------------------
-    def plan(self, output_schema: pa.Schema, predicates: list[Predicate] = ()) -> tuple[ReadContext, list[BucketSplit]]:
+    def plan(self, output_schema: pa.Schema,
+             predicates: Sequence[Predicate] = ()) -> tuple[ReadContext, list[BucketSplit]]:
+        self.check_schema(output_schema)
         part_fields = self.partition_fields(output_schema)
         part_names = [f.name.lower() for f in part_fields]
         part_preds = [p for p in predicates if p.columns <= set(part_names)]
-        if self.options.partition_filter:
+        if self.partition_filter:
             from ..partition_filter import parse_partition_filter
 
-            part_preds.append(parse_partition_filter(self.options.partition_filter, part_fields))
+            part_preds.append(parse_partition_filter(self.partition_filter, part_fields))
         data_preds = tuple(p for p in predicates if p.top_column is not None and p.top_column not in part_names)
         ctx = ReadContext(
             storage=self.storage,
             table_kind=self.table_kind,
             output_schema=output_schema,
             partition_columns=tuple(f.name for f in part_fields),
-            include_row_id=self.options.include_row_id,
+            include_row_id=self.include_row_id,
             predicates=data_preds,
         )
         splits: list[BucketSplit] = []
@@ -188,6 +154,7 @@ class TableScan:
         for entry in entries:
             if entry.is_dir or is_hidden(entry.name) or is_flush_length_file(entry.name):
                 continue
+            self.storage.check_inside_root(entry.path)
             bucket = parse_bucket_file(entry.name).bucket_id
             if bucket < 0 and self.table_kind == FULL_ACID:
                 raise CorruptFileError(entry.path, "data file name carries no bucket id (expected bucket_N)")
@@ -206,7 +173,7 @@ class TableScan:
 
     def _bucket_splits(self, part_path, values, bucket_id, files, snapshot) -> list[BucketSplit]:
         inserts, deletes = files["inserts"], tuple(files["deletes"])
-        limit = self.options.max_split_bytes
+        limit = self.max_split_bytes
 
         def split(ins, sliced=False):
             return BucketSplit(part_path, values, bucket_id, tuple(ins), deletes, snapshot, sliced)

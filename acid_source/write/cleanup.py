@@ -1,51 +1,56 @@
-"""Removing what failed writes left behind: directories whose write ids were aborted, after
-aborting transactions whose driver stopped heartbeating.
-
-Readers never see these files (the metastore says the write ids are aborted), so clean-up is
-about space, and safe to run at any time.
-"""
+"""Removing directories of write ids that will never become visible (storage only: the
+caller has made sure, with the transaction store, that those write ids are aborted)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import os
+from typing import Iterable
 
+from ..faults import crash_point
 from ..layout.names import parse_dir_name
-from ..metastore import Metastore
-from ..scan.discovery import discover_layout
+from ..layout.table_dirs import discover_layout
 from ..storage import Storage
 
-DEFAULT_EXPIRY_SECONDS = 600.0
 
-
-@dataclass
-class CleanupReport:
-    expired_transactions: list[int] = field(default_factory=list)
-    removed: list[str] = field(default_factory=list)
-
-
-def clean_aborted_writes(location: str, *, metastore_url: str | None = None,
-                         expire_after_seconds: float = DEFAULT_EXPIRY_SECONDS,
-                         dry_run: bool = False, storage_options: dict | None = None) -> CleanupReport:
-    """Abort transactions silent for ``expire_after_seconds``, then remove every delta, delete
-    delta or base directory of the table whose write ids are all aborted."""
-    metastore = Metastore(metastore_url)
-    table = metastore.get_table(location)
-    report = CleanupReport()
-    report.expired_transactions = metastore.abort_expired(expire_after_seconds)
-    aborted = set(metastore.write_ids_of(table.table_id, "aborted"))
-    if not aborted:
-        return report
-    storage = Storage(location, tuple(sorted((storage_options or {}).items())))
-    if not storage.exists(storage.root):
-        return report
-    for part in discover_layout(storage).partitions:
-        for entry in storage.list_dir(part.path):
+def write_id_dirs(storage: Storage, write_ids: Iterable[int]) -> list[str]:
+    """Every base, delta and delete-delta directory written by one of ``write_ids`` alone
+    (compaction outputs spanning several write ids are not write-id residue)."""
+    wanted = set(write_ids)
+    if not wanted or not storage.exists(storage.root):
+        return []
+    found = []
+    layout = discover_layout(storage)
+    for part in layout.partitions:
+        for entry in layout.listings[part.path]:
             parsed = parse_dir_name(entry.name) if entry.is_dir else None
-            if parsed is None:
+            if parsed is None or parsed.visibility_txn_id:
                 continue
-            ids = range(parsed.min_write_id, parsed.max_write_id + 1)
-            if all(w in aborted for w in ids):
-                report.removed.append(entry.path)
-                if not dry_run:
-                    storage.remove(entry.path, recursive=True)
-    return report
+            if all(w in wanted for w in range(parsed.min_write_id, parsed.max_write_id + 1)):
+                found.append(entry.path)
+    return sorted(found)
+
+
+def remove_write_id_dirs(storage: Storage, write_id: int) -> list[str]:
+    """Remove what an aborted write id left in the table; returns the removed directories."""
+    removed = write_id_dirs(storage, [write_id])
+    for path in removed:
+        storage.remove(path, recursive=True)
+        crash_point("abort.during_removal")
+    for path in removed:
+        remove_empty_parents(storage, path)
+    return removed
+
+
+def remove_empty_parents(storage: Storage, path: str) -> None:
+    """Partition directories a failed write created and left empty (local storage; object
+    stores have no empty directories). Only empty ones go: a concurrent writer's are kept."""
+    if not storage.is_local:
+        return
+    root = storage.root.rstrip("/")
+    parent = os.path.dirname(path.rstrip("/"))
+    while parent.startswith(root + "/"):
+        try:
+            os.rmdir(parent)
+        except OSError:
+            return  # not empty (or gone): stop climbing
+        parent = os.path.dirname(parent)

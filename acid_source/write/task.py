@@ -10,6 +10,7 @@ several tasks may hold rows of one bucket, each task writes its own statement di
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
@@ -18,10 +19,12 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-from ..errors import SchemaError
+from ..errors import AcidError, SchemaError, StorageError
+from ..faults import crash_point
 from ..layout import bucket_codec
 from ..layout.bucketing import bucket_ids
 from ..layout.names import ACID_VERSION_FILE, base_dir_name, bucket_file_name, delta_dir_name
+from ..orc.files import wall_clock_type
 from ..orc.writer import DELTA_STRIPE_SIZE, InsertFileWriter
 from ..storage import Storage
 from .rows import group_rows, partition_path
@@ -90,10 +93,15 @@ class TaskWriter:
         self.task_id = task_id
         self.result = TaskResult(task_id)
         self._writers: dict[tuple[str, int], tuple[InsertFileWriter, str, str]] = {}
-        self._tmp = tempfile.mkdtemp(prefix="acidorc-task-")
+        _remove_stale_task_dirs()
+        self._tmp = tempfile.mkdtemp(prefix=f"{_TMP_PREFIX}{os.getpid()}-")
         self._names = {f.name.lower(): f for f in plan.data_schema}
 
     def write(self, batch: pa.RecordBatch) -> None:
+        with self._typed_errors("write rows"):
+            self._write(batch)
+
+    def _write(self, batch: pa.RecordBatch) -> None:
         if batch.num_rows == 0:
             return
         data = self._data_columns(batch)
@@ -113,11 +121,31 @@ class TaskWriter:
                 self._writer(part, 0).write(rows)
 
     def close(self) -> TaskResult:
+        with self._typed_errors("finish its files"):
+            return self._close()
+
+    @contextlib.contextmanager
+    def _typed_errors(self, doing: str):
+        """A raw error of pyarrow, numpy or the OS leaving a Spark task is a bug: say which
+        table and write id it hit (the write is aborted and leaves nothing)."""
+        try:
+            yield
+        except AcidError:
+            raise
+        except OSError as exc:
+            raise StorageError(self.plan.storage.root, f"write task {self.task_id} of write id "
+                                                       f"{self.plan.write_id} could not {doing}: {exc}") from exc
+        except (pa.ArrowException, ValueError, TypeError, KeyError, IndexError, OverflowError) as exc:
+            raise SchemaError(f"{self.plan.storage.root}: write task {self.task_id} of write id {self.plan.write_id} "
+                              f"could not {doing}: {type(exc).__name__}: {exc}") from exc
+
+    def _close(self) -> TaskResult:
         try:
             for (part, _), (writer, tmp_path, final_path) in self._writers.items():
                 info = writer.close()
                 self.plan.storage.put_file(tmp_path, final_path)
                 self.result.files.append(WrittenFile(part, final_path, info.rows))
+                crash_point("write.task.after_first_file")
         finally:
             shutil.rmtree(self._tmp, ignore_errors=True)
         return self.result
@@ -162,6 +190,7 @@ class TaskWriter:
             else:
                 name = bucket_file_name(writer_id)
             final_path = storage.join(directory, name)
+            storage.check_inside_root(directory)  # a planted link must not take rows elsewhere
             storage.make_dirs(directory)
             if not self.plan.insert_only:
                 storage.write_if_absent(storage.join(directory, ACID_VERSION_FILE), b"2")
@@ -175,11 +204,34 @@ class TaskWriter:
         return entry[0]
 
 
+_TMP_PREFIX = "acidorc-task-"
+
+
+def _remove_stale_task_dirs() -> None:
+    """Local staging directories of task processes that died (SIGKILL skips every clean-up):
+    their names carry the process id."""
+    root = tempfile.gettempdir()
+    try:
+        names = [n for n in os.listdir(root) if n.startswith(_TMP_PREFIX)]
+    except OSError:
+        return
+    for name in names:
+        pid_text = name[len(_TMP_PREFIX):].split("-", 1)[0]
+        if not pid_text.isdigit() or int(pid_text) == os.getpid():
+            continue
+        try:
+            os.kill(int(pid_text), 0)
+        except ProcessLookupError:
+            shutil.rmtree(os.path.join(root, name), ignore_errors=True)
+        except OSError:
+            pass
+
+
 def _wall_clock(arr: pa.Array) -> pa.Array:
-    """Hive hashes timestamps as wall-clock values: drop a time zone Spark attached."""
-    if pa.types.is_timestamp(arr.type) and arr.type.tz is not None:
-        return arr.cast(pa.timestamp(arr.type.unit))
-    return arr
+    """Hive hashes timestamps as wall-clock values: drop a time zone Spark attached, also
+    inside structs, lists and maps."""
+    wall = wall_clock_type(arr.type)
+    return arr if wall == arr.type else arr.cast(wall)
 
 
 def _field_index(schema: pa.Schema, name: str) -> int:

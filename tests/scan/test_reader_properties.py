@@ -28,9 +28,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import hypothesis  # noqa: E402,F401
 import pytest
-
-pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, event, given, note, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
@@ -41,7 +40,6 @@ if _TESTS_DIR not in sys.path:
     sys.path.insert(0, _TESTS_DIR)
 
 import pyarrow as pa  # noqa: E402
-
 from hivegen import DELETE, INSERT, UPDATE, Event, HiveTable, bucket_property, delta_name  # noqa: E402
 from reference import (  # noqa: E402
     LONG_MAX,
@@ -56,7 +54,7 @@ from reference import Ev as RefEv  # noqa: E402
 
 from acid_source.errors import NotEnoughHistoryError  # noqa: E402
 from acid_source.options import ReadOptions  # noqa: E402
-from acid_source.scan.planner import TableScan  # noqa: E402
+from acid_source.resolve import scan_for  # noqa: E402
 from acid_source.scan.reader import ScanMetrics, read_split  # noqa: E402
 from acid_source.scan.splits import ROW_ID_COLUMN, ROW_ID_TYPE  # noqa: E402
 
@@ -168,7 +166,8 @@ class History:
             for writer, plan in files.items():
                 evs = " ".join(f"{e.operation}/{e.original_write_id},{e.bucket},{e.row_id}/{e.current_write_id}"
                                for e in plan.events)
-                lines.append(f"  {name}/bucket_{writer:05d}{' flush_at=' + str(plan.flush_at) if plan.flush_at is not None else ''}: {evs}")
+                flush = f" flush_at={plan.flush_at}" if plan.flush_at is not None else ""
+                lines.append(f"  {name}/bucket_{writer:05d}{flush}: {evs}")
         return "\n".join(lines)
 
     def _repr_pretty_(self, p, cycle):
@@ -559,7 +558,7 @@ def acid_read(root: Path, write_ids: str | None, txns: str | None, max_split_byt
         opts["validTxns"] = txns
     if max_split_bytes is not None:
         opts["maxSplitBytes"] = max_split_bytes
-    scan = TableScan.open(ReadOptions.parse(opts))
+    scan = scan_for(ReadOptions.parse(opts))
     ctx, splits = scan.plan(SCHEMA if row_id else DATA_SCHEMA)
     metrics = ScanMetrics()
     rows = []

@@ -8,12 +8,12 @@ import signal
 import pyarrow as pa
 import pytest
 from core_read import data, read_rows
+from hivegen import HiveTable
 from writers import append_many, rows, write, write_then_hang
 
 from acid_source import clean_aborted_writes, create_table
 from acid_source.errors import InvalidOptionError, NotAnAcidTableError, SchemaError
 from acid_source.metastore import Metastore
-from hivegen import HiveTable
 
 
 def test_append_then_overwrite_unpartitioned(tmp_path):
@@ -109,20 +109,20 @@ def test_writing_into_a_non_acid_directory_fails(tmp_path):
 
 def test_abort_leaves_nothing_visible_and_removes_files(tmp_path):
     from acid_source.options import WriteOptions
-    from acid_source.write.job import WriteJob
     from acid_source.write.task import TaskWriter
+    from acid_source.writes import begin_write
 
     t = tmp_path / "t"
     write(t, [[rows([1])]])
-    job = WriteJob.begin(WriteOptions.parse({"path": str(t)}), rows([2]).schema, False)
+    job, txn = begin_write(WriteOptions.parse({"path": str(t)}), rows([2]).schema, False)
     task = TaskWriter(job.plan, 0)
     task.write(rows([2, 3]))
     result = task.close()
     assert data(read_rows(t), "id") == [(1,)]  # written but not committed: invisible
-    job.abort([result])
+    job.abort(txn, [result])
     assert data(read_rows(t), "id") == [(1,)]
     assert sorted(os.listdir(t)) == ["delta_0000001_0000001_0000"]
-    assert Metastore().txn_state(job.txn_id) == "aborted"
+    assert Metastore().txn_state(txn.txn_id) == "aborted"
 
 
 def test_concurrent_appends_from_separate_processes(tmp_path):

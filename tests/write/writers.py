@@ -1,5 +1,5 @@
 """Helpers for write tests: run a whole write through the core (what the Spark adapter does:
-WriteJob.begin on the driver, TaskWriter per task, commit) - also in separate processes."""
+begin_write on the driver, TaskWriter per task, commit) - also in separate processes."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import signal
 import pyarrow as pa
 
 from acid_source.options import WriteOptions
-from acid_source.write.job import WriteJob
 from acid_source.write.task import TaskWriter
+from acid_source.writes import begin_write
 
 
 def rows(ids, day=None, name="x"):
@@ -25,14 +25,14 @@ def write(path, batches_per_task, overwrite=False, metastore_url=None, **options
     if metastore_url:
         opts["metastoreUrl"] = metastore_url
     schema = batches_per_task[0][0].schema
-    job = WriteJob.begin(WriteOptions.parse(opts), schema, overwrite)
+    job, txn = begin_write(WriteOptions.parse(opts), schema, overwrite)
     results = []
     for task_id, batches in enumerate(batches_per_task):
         task = TaskWriter(job.plan, task_id)
         for b in batches:
             task.write(b)
         results.append(task.close())
-    job.commit(results)
+    job.commit(txn, results)
     return job
 
 
@@ -49,7 +49,7 @@ def write_then_hang(path, metastore_url, ready, _unused=None):
     """Process body: write files of a new write id, say so, then wait to be killed."""
     os.environ["ACIDORC_METASTORE_URL"] = metastore_url
     batch = pa.RecordBatch.from_pydict({"id": pa.array(range(100), pa.int64()), "name": ["killed"] * 100})
-    job = WriteJob.begin(WriteOptions.parse({"path": str(path)}), batch.schema, False)
+    job, _txn = begin_write(WriteOptions.parse({"path": str(path)}), batch.schema, False, heartbeat="none")
     task = TaskWriter(job.plan, 0)
     task.write(batch)
     task.close()

@@ -1,0 +1,159 @@
+"""Snapshot resolution, once per query: location (or table name) and a snapshot spec in, a
+:class:`~acid_source.scan.resolved.ResolvedTable` out.
+
+The order matters. The snapshot is taken first and the table listed afterwards: every write id
+the snapshot calls committed finished writing its files before it committed, so the listing
+holds all of them (listing first and snapshotting second could see a transaction as committed
+whose directories the listing missed: a torn read).
+
+Which writes count as committed:
+
+* a table registered in the transaction store: the store decides (open and aborted write ids
+  are hidden), also when an expert passes ``validWriteIds`` (it can only hide more);
+* a table the store does not know: it was written by another engine (Hive, Trino, Impala), so
+  every write id on disk counts as committed unless ``validWriteIds`` / ``validTxns`` say
+  otherwise. A store that is named explicitly must exist.
+"""
+
+from __future__ import annotations
+
+from .errors import InvalidOptionError, NotAnAcidTableError, NotEnoughHistoryError
+from .layout.names import is_hidden, parse_dir_name
+from .layout.table_dirs import FULL_ACID, INSERT_ONLY, acid_state_for, discover_layout, has_acid_layout
+from .layout.writeids import ValidTxnList, ValidWriteIdList
+from .metastore import Metastore
+from .metastore.engine import check_shareable, sqlite_store_missing
+from .scan.discovery import detect_table_kind
+from .scan.resolved import ResolvedTable, SnapshotSpec
+from .storage import Storage
+
+
+def open_store(url: str | None) -> Metastore | None:
+    """The transaction store a read asks. A reader never creates one: without an explicit URL
+    a store that does not exist yet knows no tables (None); an explicitly named store must
+    exist (MetastoreNotFoundError), and must be one other processes can see."""
+    if url is not None:
+        check_shareable(url)
+        return Metastore.existing(url)
+    if sqlite_store_missing(None):
+        return None
+    return Metastore(None)
+
+
+def _narrowed(given: ValidWriteIdList, store: ValidWriteIdList) -> ValidWriteIdList:
+    """An expert's snapshot string, minus what the store knows is not committed."""
+    hwm = given.high_watermark
+    open_ids = {w for w in store.open_ids if w <= hwm} | set(given.open_ids)
+    aborted = {w for w in store.aborted_ids if w <= hwm} | set(given.aborted_ids)
+    open_ids -= aborted
+    return ValidWriteIdList(high_watermark=hwm, min_open=min(open_ids, default=given.min_open),
+                            open_ids=tuple(sorted(open_ids)), aborted_ids=tuple(sorted(aborted)),
+                            table_name=given.table_name or store.table_name)
+
+
+def resolve_table(location: str, *, metastore_url: str | None = None, storage_options: tuple = (),
+                  snapshot: SnapshotSpec = SnapshotSpec(), table_type: str = "auto") -> ResolvedTable:
+    """Resolve ``location`` under ``snapshot``: the store is asked first, then storage is listed."""
+    store = open_store(metastore_url)
+    info = store.find_table(location) if store is not None else None
+    version = None
+    if store is not None and info is not None:
+        if snapshot.version_as_of is not None or snapshot.timestamp_as_of is not None:
+            version = snapshot.version_as_of
+            if version is None:
+                assert snapshot.timestamp_as_of is not None  # the condition above
+                # to the microsecond (a datetime's precision): a commit within the named
+                # microsecond is included
+                version = store.write_id_as_of_time(info.table_id, snapshot.timestamp_as_of + 1e-6)
+            write_ids, txns = store.snapshot_as_of(info.table_id, version)
+        else:
+            write_ids, txns = store.snapshot(info.table_id)
+            latest = store.history(info.table_id, limit=1)
+            version = latest[0]["write_id"] if latest else 0
+        if snapshot.write_ids is not None:
+            write_ids = _narrowed(snapshot.write_ids, write_ids)
+            version = None
+        if snapshot.txns is not None:
+            txns = snapshot.txns
+        storage = Storage(info.location, storage_options)
+    else:
+        for option, value in (("versionAsOf", snapshot.version_as_of), ("timestampAsOf", snapshot.timestamp_as_of)):
+            if value is not None:
+                where = store.url if store is not None else "the default transaction store (it does not exist yet)"
+                raise InvalidOptionError(option, f"time travel needs the table's commit history, and {location} "
+                                                 f"is not registered in {where}; a table the store does not "
+                                                 "know is read with every write id on disk counted as "
+                                                 "committed (pass validWriteIds to choose a snapshot)")
+        write_ids = snapshot.write_ids or ValidWriteIdList.all_valid()
+        txns = snapshot.txns or ValidTxnList()
+        storage = Storage(location, storage_options)
+    layout = discover_layout(storage)  # after the snapshot: see the module docstring
+    if info is not None and (snapshot.version_as_of is not None or snapshot.timestamp_as_of is not None):
+        _check_history(store, info, layout, write_ids, txns)
+    kind = _table_kind(location, info, layout, write_ids, txns, table_type)
+    return ResolvedTable(storage, info.location if info is not None else location, layout, write_ids, txns,
+                         kind, info, version)
+
+
+def _check_history(store, info, layout, write_ids: ValidWriteIdList, txns: ValidTxnList) -> None:
+    """A past snapshot needs the directories of every write id it sees. Compaction replaces
+    them with outputs a past snapshot must not use (they also hold later writes), and the
+    cleaner then removes them: such a snapshot cannot be read any more."""
+    needed: dict[str, set[int]] = {}
+    for commit in store.history(info.table_id):
+        w = commit["write_id"]
+        if w is not None and write_ids.is_write_id_valid(w):
+            for part in commit["touched"]:
+                needed.setdefault(part, set()).add(w)
+    root = layout.storage.root.rstrip("/")
+    listed = {p.path[len(root):].strip("/"): p for p in layout.partitions}
+    snapshot = str(write_ids)
+    for part, wanted in sorted(needed.items()):
+        pdir = listed.get(part)
+        if pdir is None:
+            raise NotEnoughHistoryError(f"{root}/{part}" if part else root, "(partition directory gone)", snapshot)
+        state = acid_state_for(layout, pdir, write_ids, txns)
+        covered_up_to = state.base.parsed.write_id if state.base is not None else 0
+        ranges = [(d.parsed.min_write_id, d.parsed.max_write_id) for d in state.deltas]  # inserts and deletes
+        for w in sorted(wanted):
+            if w <= covered_up_to or any(lo <= w <= hi for lo, hi in ranges):
+                continue
+            later = sorted(e.name for e in layout.listings[pdir.path]
+                           if e.is_dir and (p := parse_dir_name(e.name)) is not None and p.visibility_txn_id)
+            raise NotEnoughHistoryError(pdir.path, ", ".join(later) or "(directories removed)", snapshot)
+
+
+def _table_kind(location, info, layout, write_ids, txns, table_type: str) -> str:
+    if table_type == "full":
+        return FULL_ACID
+    if table_type == "insert_only":
+        return INSERT_ONLY
+    if info is not None:
+        return INSERT_ONLY if info.insert_only else FULL_ACID
+    if not has_acid_layout(layout):
+        if any(any(not is_hidden(e.name) for e in entries) for entries in layout.listings.values()):
+            raise NotAnAcidTableError(
+                location,
+                "no base_, delta_ or delete_delta_ directories; if it is a table converted to "
+                "ACID that holds only pre-ACID files, pass option tableType=full",
+            )
+        return FULL_ACID  # an empty table
+    return detect_table_kind(layout, write_ids, txns)
+
+
+def resolve_read(options) -> ResolvedTable:
+    """:func:`resolve_table` for parsed read options (:class:`~acid_source.options.ReadOptions`)."""
+    return resolve_table(options.path, metastore_url=options.metastore_url, storage_options=options.storage_options,
+                         snapshot=SnapshotSpec(options.version_as_of, options.timestamp_as_of, options.write_ids,
+                                               options.txns),
+                         table_type=options.table_type)
+
+
+def scan_for(options, resolved: ResolvedTable | None = None):
+    """The planner for parsed read options: resolve (unless done already), then hand the
+    planner only what it needs."""
+    from .scan.planner import TableScan
+
+    return TableScan(resolved if resolved is not None else resolve_read(options),
+                     include_row_id=options.include_row_id, max_split_bytes=options.max_split_bytes,
+                     partition_filter=options.partition_filter)

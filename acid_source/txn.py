@@ -1,0 +1,241 @@
+"""One transaction against the transaction store: open, write ids, heartbeat, commit, abort.
+
+Every write (append, overwrite, and later DML and compaction) runs inside one
+:class:`Transaction`. Files a transaction writes are invisible until its commit; so the only
+ways to lose data are to delete files of a committed transaction or to show files of an
+uncommitted one. The rules here prevent both:
+
+* a commit whose outcome is unknown (the connection broke after COMMIT was sent) is resolved
+  by asking the store, never by assuming failure;
+* files are removed only after the store says the transaction is aborted.
+
+Executors never see a Transaction (tasks get a plan of storage paths and ids), and a
+Transaction does not pickle: Spark's driver-side commit process rebuilds it from a
+:class:`TransactionRef`, which carries no password.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Iterable, Mapping
+
+from .errors import AcidError, ConflictError, MetastoreError, TransactionStateError
+from .faults import crash_point
+from .heartbeat import HeartbeatThread, spawn_heartbeat_process
+from .storage import Storage
+
+if TYPE_CHECKING:  # the store (SQLAlchemy) is imported only where it is used: a TransactionRef
+    from .metastore import Metastore  # travels through Spark's workers
+
+ENV_URL = "ACIDORC_METASTORE_URL"  # = acid_source.metastore.engine.ENV_URL
+
+OPEN, COMMITTED, ABORTED = "open", "committed", "aborted"
+
+
+def _credentials_dir() -> Path:
+    return Path(os.path.expanduser("~")) / ".acidorc" / "credentials"
+
+
+def _credentials_file(redacted_url: str, txn_id: int) -> Path:
+    """One file per transaction: removed when it ends, whatever other transactions do."""
+    return _credentials_dir() / f"{hashlib.sha256(redacted_url.encode()).hexdigest()}-{txn_id}"
+
+
+@dataclass(frozen=True)
+class TransactionRef:
+    """Enough for another driver-side process (Spark's commit worker) to finish a transaction.
+
+    ``url`` has any password masked; the password is found again on the driver's machine
+    (``$ACIDORC_METASTORE_URL`` or a private credentials file), never shipped with tasks.
+    """
+
+    txn_id: int
+    url: str
+    has_secret: bool = False
+
+    def metastore(self) -> "Metastore":
+        from .metastore import Metastore
+
+        if not self.has_secret:
+            return Metastore(self.url)
+        env = os.environ.get(ENV_URL, "").strip()
+        if env and Metastore(env).url == self.url:
+            return Metastore(env)
+        path = _credentials_file(self.url, self.txn_id)
+        try:
+            return Metastore(json.loads(path.read_text())["url"])
+        except (OSError, ValueError, KeyError):
+            raise MetastoreError(
+                f"cannot finish transaction {self.txn_id}: the password of {self.url} is not available "
+                f"in this process (set {ENV_URL} on the driver)", url=self.url) from None
+
+
+@dataclass
+class Transaction:
+    """An open transaction. Use it as a context manager: it commits on a clean exit (with the
+    operation and touched data objects recorded on it) and aborts on an exception.
+
+    >>> with Transaction.begin(metastore, description="append t") as txn:  # doctest: +SKIP
+    ...     write_id = txn.allocate_write_id(table, storage)
+    ...     ...  # write files of write_id
+    ...     txn.set_commit("insert", {table.table_id: [""]})
+    """
+
+    metastore: "Metastore"
+    txn_id: int
+    _heartbeat: HeartbeatThread | None = field(default=None, repr=False)
+    _written: dict[int, tuple[Storage, int, set[str]]] = field(default_factory=dict, repr=False)
+    _pending: tuple[str, dict] | None = field(default=None, repr=False)
+    state: str = OPEN
+
+    # --- opening ---------------------------------------------------------------------------
+    @classmethod
+    def begin(cls, metastore: "Metastore", *, description: str = "", heartbeat: str = "thread") -> "Transaction":
+        """Open a transaction. ``heartbeat``: ``"thread"`` (this process keeps it alive),
+        ``"process"`` (a detached process watching the Spark driver does; for transactions opened
+        in a short-lived Spark worker) or ``"none"``."""
+        txn_id = metastore.open_transaction(description=description)
+        txn = cls(metastore, txn_id)
+        if heartbeat == "thread":
+            txn._heartbeat = HeartbeatThread(metastore, txn_id).start()
+        elif heartbeat == "process":
+            spawn_heartbeat_process(metastore._url.render_as_string(hide_password=False), txn_id)
+        return txn
+
+    @classmethod
+    def resume(cls, ref: TransactionRef) -> "Transaction":
+        """The transaction behind ``ref``, in another process (no heartbeat of its own)."""
+        return cls(ref.metastore(), ref.txn_id)
+
+    def ref(self) -> TransactionRef:
+        """A picklable reference for the driver-side commit process (no password inside)."""
+        full = self.metastore._url
+        has_secret = full.password is not None
+        if has_secret:
+            path = _credentials_file(self.metastore.url, self.txn_id)
+            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w") as f:
+                json.dump({"url": full.render_as_string(hide_password=False)}, f)
+        return TransactionRef(self.txn_id, self.metastore.url, has_secret)
+
+    # --- write ids -------------------------------------------------------------------------
+    def allocate_write_id(self, table_id: int, storage: Storage) -> int:
+        """The transaction's write id on a table (the same one on every call); ``storage`` is
+        where its files go, so an abort can remove them."""
+        self._require_open("allocate a write id in")
+        write_id = self.metastore.allocate_write_id(self.txn_id, table_id)
+        self._written.setdefault(table_id, (storage, write_id, set()))
+        return write_id
+
+    def record_written(self, table_id: int, directories: Iterable[str], *, storage: Storage | None = None,
+                       write_id: int | None = None) -> None:
+        """Directories this transaction created (removed again if it aborts). A transaction
+        resumed in another process learns its table's storage and write id here."""
+        if table_id not in self._written:
+            if storage is None or write_id is None:
+                raise TransactionStateError(f"transaction {self.txn_id} has no write id on table {table_id}",
+                                            txn_id=self.txn_id, state=self.state)
+            self._written[table_id] = (storage, write_id, set())
+        self._written[table_id][2].update(directories)
+
+    # --- ending ----------------------------------------------------------------------------
+    def set_commit(self, operation: str, touched: Mapping[int, Iterable[str]]) -> None:
+        """What a context-managed transaction commits on a clean exit."""
+        self._pending = (operation, {k: list(v) for k, v in touched.items()})
+
+    def commit(self, operation: str, touched: Mapping[int, Iterable[str]]) -> None:
+        """Commit; on :class:`ConflictError` the store has aborted it and its files are removed.
+
+        When the answer to COMMIT is lost, the store is asked what happened: committed counts
+        as success; files are removed only once the store says the transaction is aborted.
+        """
+        self._require_open("commit")
+        crash_point("commit.before_store")
+        try:
+            self.metastore.commit(self.txn_id, touched=touched, operation=operation)
+            crash_point("commit.after_store")
+        except ConflictError:
+            self._finish(ABORTED)
+            raise
+        except AcidError as exc:
+            outcome = self._outcome()
+            if outcome == COMMITTED:
+                self._finish(COMMITTED)
+                return
+            if outcome == OPEN:
+                self.abort(f"commit failed: {exc}")
+            elif outcome == ABORTED:
+                self._finish(ABORTED)
+            raise
+        self._finish(COMMITTED)
+
+    def abort(self, reason: str = "") -> None:
+        """Abort and remove what the transaction wrote. If the store cannot be reached, the
+        files stay (a later clean-up removes them once the transaction expires)."""
+        if self.state != OPEN:
+            return
+        try:
+            self.metastore.abort(self.txn_id, reason)
+        except TransactionStateError as exc:
+            if exc.state == COMMITTED:  # committed by a call whose answer was lost
+                self._finish(COMMITTED)
+                raise
+        crash_point("abort.after_store")
+        self._finish(self._outcome() or ABORTED)
+
+    def _outcome(self) -> str | None:
+        """The store's word on this transaction; None when it cannot be reached."""
+        try:
+            return self.metastore.txn_state(self.txn_id)
+        except AcidError:
+            return None
+
+    def _finish(self, state: str) -> None:
+        self.state = state
+        if self.metastore._url.password is not None:  # the password's copy for the commit process
+            _credentials_file(self.metastore.url, self.txn_id).unlink(missing_ok=True)
+        if self._heartbeat is not None:
+            self._heartbeat.stop()
+            self._heartbeat = None
+        if state == ABORTED and self._outcome() == ABORTED:  # the store's word, not ours
+            self._remove_files()
+
+    def _remove_files(self) -> None:
+        """Every directory of the aborted write ids, including ones a failed task created
+        without reporting them."""
+        from .write.cleanup import remove_empty_parents, remove_write_id_dirs
+
+        for storage, write_id, directories in self._written.values():
+            for directory in sorted(directories):
+                storage.remove(directory, recursive=True)
+                crash_point("abort.during_removal")
+                remove_empty_parents(storage, directory)
+            remove_write_id_dirs(storage, write_id)
+
+    def _require_open(self, doing: str) -> None:
+        if self.state != OPEN:
+            raise TransactionStateError(f"cannot {doing} transaction {self.txn_id}: it is {self.state}",
+                                        txn_id=self.txn_id, state=self.state)
+
+    def __enter__(self) -> "Transaction":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if self.state != OPEN:
+            return
+        if exc_type is not None:
+            self.abort(f"{exc_type.__name__}: {exc}")
+            return
+        if self._pending is None:
+            self.abort("the transaction block ended without anything to commit")
+            return
+        self.commit(*self._pending)
+
+    def __reduce__(self):
+        raise TypeError("a Transaction stays in the process that opened it; pass Transaction.ref() instead")
+

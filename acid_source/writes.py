@@ -1,0 +1,184 @@
+"""Starting a write on the driver: find or create the table, check the data and options
+against it, open the transaction and allocate the write id. Used by ``df.write`` and by
+:class:`~acid_source.table.AcidTable`."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from .errors import InvalidOptionError, NotAnAcidTableError, SchemaError
+from .layout.names import is_hidden
+from .layout.partitions import parse_partition_segment
+from .layout.table_dirs import convert_partition_value, discover_layout, has_acid_layout, infer_partition_type
+from .metastore import Metastore
+from .metastore.engine import check_shareable
+from .metastore.tableinfo import TableInfo
+from .options import WriteOptions
+from .orc.codecs import canonical_codec
+from .scan.resolved import nullable
+from .storage import Storage
+from .txn import Transaction
+from .write.job import WriteJob
+from .write.rows import parse_static_partition, partition_path
+from .write.task import WritePlan
+
+# Arrow type changes a write may make silently when the data's type differs from the table's.
+_WIDENINGS = {
+    (pa.int8(), pa.int16()), (pa.int8(), pa.int32()), (pa.int8(), pa.int64()),
+    (pa.int16(), pa.int32()), (pa.int16(), pa.int64()), (pa.int32(), pa.int64()),
+    (pa.float32(), pa.float64()),
+}
+
+
+def _compatible(data_type: pa.DataType, table_type: pa.DataType) -> bool:
+    return data_type == table_type or (data_type, table_type) in _WIDENINGS or pa.types.is_null(data_type)
+
+
+def begin_write(options: WriteOptions, data_schema: pa.Schema, overwrite: bool, *,
+                heartbeat: str = "thread") -> tuple[WriteJob, Transaction]:
+    """Everything before the tasks run. Nothing is written to the table here except, for a
+    new table, its registration and root directory; any error leaves the table as it was."""
+    if options.metastore_url is not None:
+        check_shareable(options.metastore_url)
+    _check_unique_columns(data_schema)
+    metastore = Metastore(options.metastore_url)
+    storage = Storage(options.path, options.storage_options)
+    table = metastore.find_table(options.path)
+    if table is None:
+        table = _create_table(metastore, storage, options, data_schema)
+    else:
+        _check_create_options(table, options)
+        storage = Storage(table.location, options.storage_options)
+    static: tuple[tuple[str, object], ...] = ()
+    if options.static_partition is not None:
+        if not table.partition_columns:
+            raise InvalidOptionError("partition", f"{table.location} is not partitioned")
+        spec = parse_static_partition(options.static_partition, list(table.partition_columns))
+        static = tuple((c, convert_partition_value(spec[c], table.schema.field(c).type))
+                       for c in table.partition_columns)
+        partition_path(list(table.partition_columns), tuple(v for _, v in static))  # checks the values
+    table_data = nullable(pa.schema([table.schema.field(n) for n in table.data_columns]))
+    try:
+        _check_schema(table, table_data, data_schema, static_partition=bool(static))
+    except SchemaError as exc:
+        if not storage.exists(storage.root):
+            raise SchemaError(f"{exc}. The table's directory is gone but the transaction store ({metastore.url}) "
+                              f"still has it registered: acid_source.drop_table({table.location!r}) forgets it, "
+                              "and the next write creates it anew") from None
+        raise
+    txn = Transaction.begin(metastore, description=f"{'overwrite' if overwrite else 'append'} {table.location}",
+                            heartbeat=heartbeat)
+    try:
+        write_id = txn.allocate_write_id(table.table_id, storage)
+    except BaseException as exc:
+        txn.abort(f"could not allocate a write id: {exc}")
+        raise
+    plan = WritePlan(
+        storage=storage,
+        data_schema=table_data,
+        partition_columns=table.partition_columns,
+        static_partition=static,
+        bucket_columns=table.bucket_columns,
+        num_buckets=table.num_buckets,
+        bucketing_version=table.bucketing_version,
+        insert_only=table.insert_only,
+        compression=canonical_codec(table.compression),  # stores of older versions may say "none"
+        write_id=write_id,
+        overwrite=overwrite,
+    )
+    return WriteJob(plan, table.table_id, options.dynamic_overwrite), txn
+
+
+def _check_unique_columns(data_schema: pa.Schema) -> None:
+    """Hive column names are case-insensitive: ``id`` and ``ID`` would be one column."""
+    seen: dict[str, str] = {}
+    for name in data_schema.names:
+        other = seen.setdefault(name.lower(), name)
+        if other != name or data_schema.names.count(name) > 1:
+            raise SchemaError(f"the data has columns {other!r} and {name!r}, which are the same column in a "
+                              "Hive table (names are case-insensitive); rename or drop one")
+
+
+def _check_create_options(table: TableInfo, options: WriteOptions) -> None:
+    """Options that only shape a new table must agree with the existing one (never ignored)."""
+    def same_columns(given, actual) -> bool:
+        return [c.lower() for c in given] == [c.lower() for c in actual]
+
+    checks = {
+        "partitionColumns": (same_columns(options.partition_columns, table.partition_columns),
+                             ",".join(table.partition_columns) or "(none)"),
+        "bucketColumns": (same_columns(options.bucket_columns, table.bucket_columns),
+                          ",".join(table.bucket_columns) or "(none)"),
+        "numBuckets": (options.num_buckets == table.num_buckets, str(table.num_buckets)),
+        "tableType": (options.insert_only == table.insert_only, "insert_only" if table.insert_only else "full"),
+        "compression": (_codec(options.compression) == _codec(table.compression), table.compression),
+        "tableName": ((options.table_name or "").lower() == (table.name or ""), table.name or "(none)"),
+    }
+    for option in sorted(options.given):
+        ok, actual = checks[option]
+        if not ok:
+            raise InvalidOptionError(option, f"the table at {table.location} already exists with {option} {actual}; "
+                                             "this option only applies when a write creates the table (drop the "
+                                             "option, or drop the table first with acid_source.drop_table)")
+
+
+def _codec(name: str) -> str:
+    name = (name or "").lower()
+    return "uncompressed" if name == "none" else name
+
+
+def _create_table(metastore: Metastore, storage: Storage, options: WriteOptions, data_schema: pa.Schema) -> TableInfo:
+    if storage.exists(storage.root):
+        if not storage.is_dir(storage.root):
+            raise NotAnAcidTableError(options.path, "it is a file, not a directory")
+        layout = discover_layout(storage)
+        has_files = any(not is_hidden(e.name) for entries in layout.listings.values() for e in entries)
+        if has_files:
+            if has_acid_layout(layout):
+                raise NotAnAcidTableError(
+                    options.path, "it holds an ACID table that is not registered in the acidorc transaction store "
+                    f"({metastore.url}); writing would reuse its write ids. If acidorc wrote it and the store "
+                    "forgot it, or you deleted it by hand, remove the directory or write elsewhere")
+            raise NotAnAcidTableError(options.path, "the directory holds files that are not an ACID table")
+    names = {n.lower(): n for n in data_schema.names}
+    partition_columns = list(options.partition_columns)
+    fields = list(data_schema)
+    if options.static_partition is not None:
+        if partition_columns:
+            raise SchemaError("give the partition columns either in 'partition' or in 'partitionColumns', not both")
+        for segment in options.static_partition.replace(",", "/").split("/"):
+            parsed = parse_partition_segment(segment.strip()) if segment.strip() else None
+            if parsed is not None:
+                partition_columns.append(parsed[0])
+                fields.append(pa.field(parsed[0], infer_partition_type([parsed[1]])))
+    else:
+        missing = [c for c in partition_columns if c.lower() not in names]
+        if missing:
+            raise SchemaError(f"partition column(s) {', '.join(missing)} are not in the data "
+                              f"(columns: {', '.join(data_schema.names)})")
+        partition_columns = [names[c.lower()] for c in partition_columns]
+        # partition columns go last, as in Hive
+        fields = [f for f in fields if f.name not in partition_columns] + [
+            data_schema.field(c) for c in partition_columns]
+    bucket_columns = [names.get(c.lower(), c) for c in options.bucket_columns]
+    return metastore.create_table(
+        options.path, nullable(pa.schema(fields)), name=options.table_name, partition_columns=tuple(partition_columns),
+        bucket_columns=tuple(bucket_columns), num_buckets=options.num_buckets, insert_only=options.insert_only,
+        compression=options.compression, if_not_exists=True)
+
+
+def _check_schema(table: TableInfo, table_data: pa.Schema, data_schema: pa.Schema, static_partition: bool) -> None:
+    """The data must have exactly the table's columns (partition columns too, unless given
+    statically), by name, with the same or a safely widened type."""
+    expected = list(table_data) + ([] if static_partition else [table.schema.field(c) for c in table.partition_columns])
+    given = {f.name.lower(): f for f in data_schema}
+    problems = []
+    for f in expected:
+        d = given.pop(f.name.lower(), None)
+        if d is None:
+            problems.append(f"missing column {f.name!r}")
+        elif not _compatible(d.type, f.type):
+            problems.append(f"column {f.name!r} is {d.type} in the data but {f.type} in the table")
+    problems += [f"unknown column {name!r}" for name in given]
+    if problems:
+        raise SchemaError(f"cannot write to {table.location}: " + "; ".join(problems))

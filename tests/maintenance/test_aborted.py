@@ -1,0 +1,46 @@
+"""Clean-up of failed writes: only the named table's silent transactions are aborted, and
+only directories of write ids the store says are aborted are removed."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from acid_source import clean_aborted_writes, create_table
+from acid_source.metastore import Metastore
+from acid_source.options import WriteOptions
+from acid_source.write.task import TaskWriter
+from acid_source.writes import begin_write
+
+SCHEMA = pa.schema([("id", pa.int64())])
+
+
+def _orphan(path, url):
+    """Files of a write whose driver died before the commit (no heartbeat, no commit)."""
+    job, txn = begin_write(WriteOptions.parse({"path": path, "metastoreUrl": url}), SCHEMA, False, heartbeat="none")
+    task = TaskWriter(job.plan, 0)
+    task.write(pa.record_batch({"id": pa.array([1], pa.int64())}))
+    task.close()
+    return txn.txn_id
+
+
+def test_clean_up_of_one_table_leaves_other_tables_transactions_alone(tmp_path):
+    url = f"sqlite:///{tmp_path}/store.db"
+    a, b = str(tmp_path / "a"), str(tmp_path / "b")
+    for path in (a, b):
+        create_table(path, SCHEMA, metastore_url=url)
+    dead_a, dead_b = _orphan(a, url), _orphan(b, url)
+    report = clean_aborted_writes(a, metastore_url=url, expire_after_seconds=0)
+    store = Metastore(url)
+    assert report.expired_transactions == [dead_a]
+    assert (store.txn_state(dead_a), store.txn_state(dead_b)) == ("aborted", "open")
+    assert [p.rsplit("/", 1)[-1] for p in report.removed] == ["delta_0000001_0000001_0000"]
+    assert (tmp_path / "b" / "delta_0000001_0000001_0000").exists()
+
+
+def test_dry_run_changes_nothing(tmp_path):
+    url = f"sqlite:///{tmp_path}/store.db"
+    a = str(tmp_path / "a")
+    create_table(a, SCHEMA, metastore_url=url)
+    dead = _orphan(a, url)
+    report = clean_aborted_writes(a, metastore_url=url, expire_after_seconds=0, dry_run=True)
+    assert report.removed == [] and Metastore(url).txn_state(dead) == "open"
