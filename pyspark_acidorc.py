@@ -2,6 +2,6 @@
 path and registers its ``DefaultSource``, so installing acidorc is enough for
 ``spark.read.format("acidorc")`` (see spark-conf/ for the settings to go with it)."""
 
-from acid_source.datasource import AcidOrcDataSource as DefaultSource
+from acid_source.spark.datasource import AcidOrcDataSource as DefaultSource
 
 __all__ = ["DefaultSource"]

@@ -1,28 +1,60 @@
 """acidorc: read (and write) Hive ACID transactional ORC tables from PySpark."""
 
+from ._version import __version__ as __version__
 from .errors import (
     AcidError,
     ConflictError,
-    MetastoreError,
-    NoSuchTableError,
-    TableExistsError,
-    TransactionStateError,
     CorruptFileError,
+    InvalidArgumentError,
     InvalidOptionError,
     InvalidSnapshotError,
+    MetastoreError,
+    NoSuchTableError,
     NotAnAcidTableError,
     NotEnoughHistoryError,
     SchemaError,
+    TableExistsError,
+    TableLocationNotFoundError,
     TableNotFoundError,
+    TableNotRegisteredError,
+    TransactionStateError,
+    UnsupportedOperationError,
 )
 from .layout.writeids import ValidTxnList, ValidWriteIdList
-from .session import configure, get_or_create_session, register
-from .tables import create_table
-from .write.cleanup import clean_aborted_writes
 
-__version__ = "0.1.0"
+# Driver-side entry points load on first use: a Spark task imports this package too (to reach
+# acid_source.spark.datasource) and must not pay for, or depend on, the transaction store.
+_LAZY = {
+    "AcidTable": "table",
+    "AcidScan": "table",
+    "Transaction": "txn",
+    "clean_aborted_writes": "maintenance.aborted",
+    "configure": "spark.session",
+    "get_or_create_session": "spark.session",
+    "register": "spark.session",
+    "create_table": "tables",
+    "drop_table": "tables",
+}
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'acid_source' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
 
 __all__ = [
+    "AcidScan",
+    "AcidTable",
+    "Transaction",
     "AcidError",
     "ConflictError",
     "MetastoreError",
@@ -31,6 +63,7 @@ __all__ = [
     "TransactionStateError",
     "clean_aborted_writes",
     "create_table",
+    "drop_table",
     "CorruptFileError",
     "InvalidOptionError",
     "InvalidSnapshotError",
@@ -38,6 +71,10 @@ __all__ = [
     "NotEnoughHistoryError",
     "SchemaError",
     "TableNotFoundError",
+    "InvalidArgumentError",
+    "TableLocationNotFoundError",
+    "TableNotRegisteredError",
+    "UnsupportedOperationError",
     "ValidTxnList",
     "ValidWriteIdList",
     "configure",

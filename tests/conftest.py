@@ -15,6 +15,9 @@ if str(TESTS) not in sys.path:
 
 # Never touch the user's ~/.acidorc: one throw-away metastore for the whole test run, set
 # before Spark starts so that its Python workers inherit it.
+# Driver-side heartbeats every second (30 s in production), so that a test can watch a Spark
+# write stay alive through a slow upstream stage; set before Spark starts its Python workers.
+os.environ["ACIDORC_HEARTBEAT_SECONDS"] = "1"
 os.environ["ACIDORC_METASTORE_URL"] = "sqlite:///" + os.path.join(tempfile.mkdtemp(prefix="acidorc-ms-"),
                                                                    "metastore.db")
 

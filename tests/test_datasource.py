@@ -81,7 +81,7 @@ def test_reused_dataframe_is_not_pruned_by_an_earlier_query(spark, partitioned):
 
 
 def test_pushdown_safety_by_spark_version():
-    from acid_source.datasource import pushdown_is_safe
+    from acid_source.spark.datasource import pushdown_is_safe
 
     assert not pushdown_is_safe("4.3.0") and not pushdown_is_safe("4.2.1")
     assert pushdown_is_safe("5.0.0")

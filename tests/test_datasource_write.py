@@ -81,9 +81,9 @@ def test_failed_job_aborts_and_leaves_no_rows(spark, tmp_path):
 
 
 def test_bucketed_table_through_spark(spark, tmp_path):
-    from acid_source.layout.bucketing import bucket_ids
-
     import pyarrow as pa
+
+    from acid_source.layout.bucketing import bucket_ids
 
     path = str(tmp_path / "bucketed")
     df = spark.range(0, 100, numPartitions=3).selectExpr("id", "cast(id % 7 as string) as tag")

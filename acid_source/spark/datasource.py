@@ -1,12 +1,14 @@
 """Spark adapters only: they translate between Spark's Python Data Source API and the core.
 
 Spark pickles these objects between separate Python worker processes (schema inference,
-planning, each task), so they hold options and plain values, never live clients.
+planning, each task), so they hold options and plain values, never live clients. What runs in
+tasks (``read``, ``write``) imports only executor-side modules; resolution, planning and the
+transaction store are imported inside the driver-side methods that use them.
 """
 
 from __future__ import annotations
 
-from typing import Iterator, Sequence
+from typing import TYPE_CHECKING, Iterator, Sequence
 
 import pyarrow as pa
 from pyspark.sql.datasource import (
@@ -14,7 +16,6 @@ from pyspark.sql.datasource import (
     DataSourceArrowWriter,
     DataSourceReader,
     DataSourceWriter,
-    WriterCommitMessage,
     EqualNullSafe,
     EqualTo,
     Filter,
@@ -28,17 +29,20 @@ from pyspark.sql.datasource import (
     LessThanOrEqual,
     Not,
     StringStartsWith,
+    WriterCommitMessage,
 )
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StructType
 
-from .filters import Predicate
-from .options import ReadOptions, WriteOptions
-from .scan.planner import TableScan
-from .scan.reader import read_split
-from .scan.splits import BucketSplit, ReadContext
-from .write.job import WriteJob
-from .write.task import TaskResult, TaskWriter
+from ..filters import Predicate
+from ..options import ReadOptions, WriteOptions
+from ..scan.reader import read_split
+from ..scan.splits import BucketSplit, ReadContext
+from ..write.job import WriteJob
+from ..write.task import TaskResult, TaskWriter
+
+if TYPE_CHECKING:
+    from ..txn import TransactionRef
 
 SOURCE_NAME = "acidorc"
 
@@ -55,8 +59,8 @@ _COMPARISON_FILTERS = {
 def to_predicate(f: Filter) -> Predicate | None:
     """A Spark filter as a core predicate; None for filters we cannot use."""
     for cls, op in _COMPARISON_FILTERS.items():
-        if type(f) is cls:
-            return Predicate(op, tuple(f.attribute), f.value)
+        if type(f) is cls:  # each of these classes has .attribute and .value
+            return Predicate(op, tuple(f.attribute), f.value)  # type: ignore[attr-defined]
     if isinstance(f, In):
         return Predicate("in", tuple(f.attribute), tuple(f.value))
     if isinstance(f, IsNull):
@@ -107,20 +111,23 @@ def _use_pushdown(options: ReadOptions) -> bool:
 class AcidOrcReader(DataSourceReader):
     """Reads without filter pushdown (``partitionFilter`` still prunes partitions)."""
 
-    def __init__(self, options: dict, schema: StructType):
-        self._options = ReadOptions.parse(options)
+    def __init__(self, options: ReadOptions, schema: StructType, resolved=None):
+        self._options = options
         self._schema = schema
         self._predicates: list[Predicate] = []
-        self._scan_cache: TableScan | None = None
+        self._resolved = resolved  # the table resolved by DataSource.schema(), if it ran
+        self._scan_cache = None
 
     def __getstate__(self):
         state = dict(self.__dict__)
-        state["_scan_cache"] = None  # listings stay on the driver
+        state["_scan_cache"] = state["_resolved"] = None  # listings stay on the driver
         return state
 
-    def _scan(self) -> TableScan:
+    def _scan(self):
         if self._scan_cache is None:
-            self._scan_cache = TableScan.open(self._options)
+            from ..resolve import scan_for
+
+            self._scan_cache = scan_for(self._options, self._resolved)
         return self._scan_cache
 
     def partitions(self) -> Sequence[InputPartition]:
@@ -130,7 +137,7 @@ class AcidOrcReader(DataSourceReader):
             return [AcidInputPartition(ctx, None)]
         return [AcidInputPartition(ctx, s) for s in splits]
 
-    def read(self, partition: AcidInputPartition) -> Iterator[pa.RecordBatch]:
+    def read(self, partition: AcidInputPartition) -> Iterator[pa.RecordBatch]:  # type: ignore[override]
         if partition.split is None:
             return iter(())
         return read_split(partition.split, partition.ctx)
@@ -157,45 +164,41 @@ class AcidCommitMessage(WriterCommitMessage):
 
 
 class AcidOrcWriter(DataSourceArrowWriter):
-    """Tasks write files of the new write id; the driver commits it in the metastore."""
+    """Tasks write files of the new write id; the driver commits it in the transaction store.
 
-    HEARTBEAT_SECONDS = 60.0
+    The transaction was opened when Spark asked for this writer, in a short-lived planning
+    process; a detached heartbeat process keeps it alive while the job runs (tasks never talk
+    to the store). Commit and abort run in another driver-side process, which finds the
+    transaction again through its :class:`TransactionRef` (no password inside).
+    """
 
-    def __init__(self, job: WriteJob):
+    def __init__(self, job: WriteJob, txn: "TransactionRef"):
         self.job = job
+        self.txn = txn
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> AcidCommitMessage:
-        import time
-
         from pyspark import TaskContext
 
         context = TaskContext.get()
         task = TaskWriter(self.job.plan, context.partitionId() if context else 0)
-        last_beat = 0.0
         try:
             for batch in iterator:
-                if time.monotonic() - last_beat > self.HEARTBEAT_SECONDS:
-                    self._heartbeat()
-                    last_beat = time.monotonic()
                 task.write(batch)
             return AcidCommitMessage(task.close())
         except BaseException:
             task.abort()
             raise
 
-    def _heartbeat(self) -> None:
-        """Keep the transaction alive while tasks run (best effort: an executor may not reach
-        the metastore; the commit still checks that the transaction is open)."""
-        try:
-            self.job.metastore.heartbeat(self.job.txn_id)
-        except Exception:
-            pass
+    def commit(self, messages: list[AcidCommitMessage | None]) -> None:  # type: ignore[override]
+        from ..txn import Transaction
 
-    def commit(self, messages: list[AcidCommitMessage | None]) -> None:
-        self.job.commit([m.result for m in messages if m is not None])
+        self.job.commit(Transaction.resume(self.txn), [m.result for m in messages if m is not None])
 
-    def abort(self, messages: list[AcidCommitMessage | None]) -> None:
-        self.job.abort([m.result for m in messages if m is not None])
+    def abort(self, messages: list[AcidCommitMessage | None]) -> None:  # type: ignore[override]
+        from ..txn import Transaction
+
+        self.job.abort(Transaction.resume(self.txn), [m.result for m in messages if m is not None],
+                       reason="the Spark job failed")
 
 
 class AcidOrcDataSource(DataSource):
@@ -206,14 +209,31 @@ class AcidOrcDataSource(DataSource):
         return SOURCE_NAME
 
     def schema(self) -> StructType:
+        from ..resolve import resolve_read
+
         options = ReadOptions.parse(self.options)
-        return from_arrow_schema(TableScan.open(options).infer_schema(), prefer_timestamp_ntz=True)
+        # Resolved once: Spark pickles this object into the planning process, which reuses it.
+        self._resolved = resolve_read(options)
+        return from_arrow_schema(self._resolved.schema(options.include_row_id), prefer_timestamp_ntz=True)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        from ..writes import begin_write
+
         options = WriteOptions.parse(self.options)
-        return AcidOrcWriter(WriteJob.begin(options, to_arrow_schema(schema, timezone="UTC"), overwrite))
+        job, txn = begin_write(options, to_arrow_schema(schema, timezone="UTC"), overwrite, heartbeat="process")
+        try:
+            return AcidOrcWriter(job, txn.ref())
+        except BaseException as exc:
+            txn.abort(f"could not hand the transaction to Spark: {exc}")
+            raise
+
+    def streamReader(self, schema: StructType):
+        """``spark.readStream``: not available yet; the reader raises a typed error on first use."""
+        from .streaming import UnavailableStreamReader
+
+        return UnavailableStreamReader(self.options.get("path"))
 
     def reader(self, schema: StructType) -> DataSourceReader:
         options = ReadOptions.parse(self.options)
         cls = AcidOrcPushdownReader if _use_pushdown(options) else AcidOrcReader
-        return cls(self.options, schema)
+        return cls(options, schema, getattr(self, "_resolved", None))

@@ -20,12 +20,30 @@ def register(spark) -> None:
     """Register the ``acidorc`` data source in ``spark`` and enable filter pushdown.
 
     Works for the DataFrame API and for ``CREATE TEMPORARY VIEW v USING acidorc OPTIONS (...)``.
+    When Spark already knows ``acidorc`` -- installed packages are registered statically
+    (``pyspark_acidorc``), or ``register`` ran before -- the source is left as it is:
+    registering again would make Spark log a WARN about replacing it in every session.
     """
-    from .datasource import AcidOrcDataSource
+    from .datasource import SOURCE_NAME, AcidOrcDataSource
 
-    spark.dataSource.register(AcidOrcDataSource)
+    if not is_registered(spark, SOURCE_NAME):
+        spark.dataSource.register(AcidOrcDataSource)
     for key, value in RECOMMENDED_CONF.items():
         spark.conf.set(key, value)
+
+
+def is_registered(spark, name: str) -> bool:
+    """Whether the session already has a Python data source called ``name``.
+
+    Asks the JVM's ``DataSourceManager`` (the same check Spark makes before it warns); pyspark
+    has no Python API for it. False where that cannot be asked (Spark Connect, other Spark
+    versions), and then ``register`` registers as before.
+    """
+    try:
+        manager = spark._jsparkSession.sessionState().dataSourceManager()
+        return bool(manager.dataSourceExists(name))
+    except Exception:  # no JVM session (Spark Connect) or no such method: cannot tell
+        return False
 
 
 def configure(builder):

@@ -1,0 +1,1 @@
+"""The Spark adapter layer: the only part of acidorc that imports pyspark."""
