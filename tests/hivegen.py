@@ -62,6 +62,9 @@ class HiveTable:
     stripe_rows: int | None = None  # rows per stripe (forces multi-stripe files when small)
     acid_version_file: bool = True
     written: list[Path] = field(default_factory=list)
+    # Hive's query-based compactor names the event columns in lower case (``operation``,
+    # ``originaltransaction``, ..., ``row``) and may write no ``hive.acid.*`` footer metadata
+    lowercase_event_columns: bool = False
 
     def __post_init__(self):
         self.root = Path(self.root)
@@ -73,6 +76,9 @@ class HiveTable:
 
     @property
     def event_type(self) -> str:
+        if self.lowercase_event_columns:
+            return ("struct<operation:int,originaltransaction:bigint,bucket:int,rowid:bigint,"
+                    f"currenttransaction:bigint,row:{self.row_type}>")
         return ("struct<operation:int,originalTransaction:bigint,bucket:int,rowId:bigint,"
                 f"currentTransaction:bigint,row:{self.row_type}>")
 
@@ -138,7 +144,8 @@ class HiveTable:
         path.parent.mkdir(parents=True, exist_ok=True)
         buf = io.BytesIO()
         stripe_rows = self.stripe_rows or max(1, len(rows))
-        with pyorc.Writer(buf, row_type or self.row_type, stripe_size=1 << 30, batch_size=stripe_rows if self.stripe_rows else 1024,
+        with pyorc.Writer(buf, row_type or self.row_type, stripe_size=1 << 30,
+                          batch_size=stripe_rows if self.stripe_rows else 1024,
                           struct_repr=pyorc.StructRepr.TUPLE) as writer:
             for i, row in enumerate(rows):
                 writer.write(row)
