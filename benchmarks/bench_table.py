@@ -69,7 +69,7 @@ _LAST = ["Lovelace", "Turing", "Liskov", "Kernighan", "Shaw", "Shannon", "Scott"
          "Dijkstra", "Ullman", "Allen", "Brooks", "Hopper", "van Rossum", "Lamarr", "Sutherland",
          "Sammet", "Backus", "Thompson", "Nygaard", "Lamport", "Torvalds", "Hamilton", "Wirth",
          "Dahl", "Perlman", "Pike", "Goldwasser", "Wilson", "Berners-Lee", "Diffie", "Matsumoto"]
-NAMES = np.array([f"{f} {l}" for f in _FIRST for l in _LAST], dtype=object)  # 1024 names
+NAMES = np.array([f"{first} {last}" for first in _FIRST for last in _LAST], dtype=object)  # 1024 names
 
 
 @dataclass(frozen=True)
@@ -174,7 +174,7 @@ _CONVERTERS = {pyorc.TypeKind.DATE: _PassThrough, pyorc.TypeKind.DECIMAL: _PassT
 def _event_type() -> str:
     """hivegen's ACID event struct type for COLUMNS (HiveTable.event_type without a table dir)."""
     row_type = HiveTable.row_type.fget(SimpleNamespace(columns=COLUMNS))
-    return HiveTable.event_type.fget(SimpleNamespace(row_type=row_type))
+    return HiveTable.event_type.fget(SimpleNamespace(row_type=row_type, lowercase_event_columns=False))
 
 
 def _write_events(path: Path, n: int, events, last_keys_of, stripe_rows: int, stats: tuple[int, int, int]):

@@ -25,14 +25,13 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import bench_table as bt  # noqa: E402
-
 import pyarrow as pa  # noqa: E402
 import pyarrow.compute as pc  # noqa: E402
 
 import acid_source  # noqa: E402
 from acid_source.options import ReadOptions  # noqa: E402
 from acid_source.orc.files import OrcFile  # noqa: E402
-from acid_source.scan.planner import TableScan  # noqa: E402
+from acid_source.resolve import scan_for  # noqa: E402
 from acid_source.scan.reader import ScanMetrics, read_split  # noqa: E402
 from acid_source.storage import Storage  # noqa: E402
 
@@ -52,7 +51,7 @@ def core_scan(table: str, options: dict | None = None, profile: cProfile.Profile
     """Plan and read every split in this process, with acidorc's ScanMetrics."""
     opts = {"path": table, **(options or {})}
     t0 = time.perf_counter()
-    scan = TableScan.open(ReadOptions.parse(opts))
+    scan = scan_for(ReadOptions.parse(opts))
     ctx, splits = scan.plan(scan.infer_schema())
     plan_s = time.perf_counter() - t0
     metrics = ScanMetrics()
@@ -278,20 +277,24 @@ def profile_core(table: str, out_dir: Path, stamp: str) -> dict:
     result = core_scan(table, profile=prof, checksum=False)
     stats = pstats.Stats(prof)
     total = sum(v[2] for v in stats.stats.values())
-    reader, merge, files = "scan/reader.py", "acid_source/merge.py", "acid_source/orc/files.py"
+    reader, visibility, files = "scan/reader.py", "scan/visibility.py", "acid_source/orc/files.py"
     decode = _cumtime(stats, "read_stripe", files, ("_acid_rows", "_original_rows", "_insert_only"))
-    emit = _cumtime(stats, "_emit", reader)
-    columns = _cumtime(stats, "_columns_of", reader, ("_emit",))
-    output = _cumtime(stats, "_output", reader, ("_emit",))
+    visible = _cumtime(stats, "_visible", visibility)
+    shape = _cumtime(stats, "_shape", reader)
+    columns = _cumtime(stats, "_columns_of", reader, ("_shape",))
+    output = _cumtime(stats, "_output", reader, ("_shape",))
     stages = {
         "ORC decode of insert stripes (pyarrow read_stripe, all 6 ACID columns)": decode,
-        "anti-join probe (KeySet.contains: searchsorted per stripe)": _cumtime(stats, "contains", merge, ("_acid_rows",)),
-        "hiding rows (_emit: RecordBatch.filter of the whole event batch, key masks)": emit - columns - output,
-        "delete events (read delete stripes, key ranges, KeySet sort)": _cumtime(stats, "_load_deletes", reader),
-        "write-id validity + key arrays (to_numpy)": _cumtime(stats, "valid_write_id_mask", merge, ("_acid_rows",))
-        + _cumtime(stats, "key_arrays", merge, ("_acid_rows",)),
-        "column extraction / casts (_columns_of)": columns,
+        "anti-join probe (KeySet.contains: searchsorted per stripe)":
+            _cumtime(stats, "contains", visibility, ("_acid_rows",)),
+        "visibility masks (_visible: write-id mask, key masks)": visible,
+        "delete events (read delete stripes, key ranges, KeySet sort)": _cumtime(stats, "_load_deletes", visibility),
+        "write-id validity + key arrays (to_numpy)":
+            _cumtime(stats, "valid_write_id_mask", visibility, ("_acid_rows",))
+            + _cumtime(stats, "key_arrays", visibility, ("_acid_rows",)),
+        "column extraction / casts / filtering hidden rows (_columns_of)": columns,
         "output batches (_output, 128k-row slices)": output,
+        "shaping, other (_shape minus the above)": max(0.0, shape - columns - output),
     }
     stages["other (planning helpers, file opens, generators)"] = max(0.0, total - sum(stages.values()))
     top = sorted(((tt, ct, nc, f"{Path(file).name}:{line}({func})" if line else func)

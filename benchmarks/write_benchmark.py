@@ -27,10 +27,9 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import pyarrow as pa  # noqa: E402
+from read_benchmark import CpuMeter, _cumtime, _rel, load_average, log, machine_info, spark_version, stage_lines  # noqa: E402
 
 import acid_source  # noqa: E402
-from read_benchmark import (  # noqa: E402
-    CpuMeter, _cumtime, _rel, load_average, log, machine_info, spark_version, stage_lines)
 
 TARGET_RATIO = 1.5
 DAY0 = "2026-01-01"
@@ -41,9 +40,8 @@ def make_frame(spark, rows: int, tasks: int, days: int):
     """id bigint, name string (1% null), amount double, day date (``days`` distinct values),
     price decimal(12,2): every value a hash of the id, so columns do not compress to nothing and
     every batch holds every day (the hard case for routing rows to partitions)."""
-    from pyspark.sql import functions as F
-
     from bench_table import NAMES  # the read benchmark's 1024 names
+    from pyspark.sql import functions as F
 
     h = F.xxhash64("id")
     names = F.array(*[F.lit(n) for n in NAMES])
@@ -112,8 +110,8 @@ def _floor_sources():
         def _sink(self, task, schema):
             import os
 
-            import pyarrow.orc as po
             import pyarrow as pa
+            import pyarrow.orc as po
 
             os.makedirs(self.path, exist_ok=True)
             if self.plain_orc:
@@ -212,18 +210,18 @@ def load_capture(capture_dir: Path) -> list[tuple[int, list[pa.RecordBatch]]]:
 
 def replay_tasks(tasks, table: str, metastore_url: str, options: dict | None = None,
                  profile: cProfile.Profile | None = None) -> dict:
-    """Write the tasks' batches through the driver's WriteJob and one TaskWriter per task,
+    """Write the tasks' batches through begin_write (the driver's side) and one TaskWriter per task,
     sequentially in this process (one thread), and commit - what the Spark tasks do, without Spark."""
     from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 
     from acid_source.options import WriteOptions
-    from acid_source.write.job import WriteJob
     from acid_source.write.task import TaskWriter
+    from acid_source.writes import begin_write
 
-    # the schema the driver hands WriteJob.begin: Spark's, converted like AcidOrcDataSource.writer
+    # the schema the driver hands begin_write: Spark's, converted like AcidOrcDataSource.writer
     spark_schema = to_arrow_schema(from_arrow_schema(tasks[0][1][0].schema), timezone="UTC")
-    job = WriteJob.begin(WriteOptions.parse({"path": table, "metastoreUrl": metastore_url, **(options or {})}),
-                         spark_schema, False)
+    job, txn = begin_write(WriteOptions.parse({"path": table, "metastoreUrl": metastore_url, **(options or {})}),
+                           spark_schema, False)
     results = []
     t0, c0 = time.perf_counter(), time.process_time()
     if profile:
@@ -236,7 +234,7 @@ def replay_tasks(tasks, table: str, metastore_url: str, options: dict | None = N
     if profile:
         profile.disable()
     seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
-    job.commit(results)
+    job.commit(txn, results)
     return {"rows": sum(r.rows for r in results), "seconds": round(seconds, 3), "cpu_seconds": round(cpu, 3),
             "files": sum(len(r.files) for r in results), "batches": sum(len(b) for _, b in tasks),
             "bytes": sum(os.path.getsize(f.path) for r in results for f in r.files)}
@@ -246,8 +244,9 @@ def replay_plain_orc(tasks, out_dir: Path, compression: str) -> dict:
     """The same batches written as plain rows by pyarrow's ORC writer, with acidorc's stripe size
     and codec: the ORC encoding cost without the five ACID columns, the row struct and the footer
     patch."""
-    from acid_source.orc.writer import DELTA_STRIPE_SIZE
     import pyarrow.orc as po
+
+    from acid_source.orc.writer import DELTA_STRIPE_SIZE
 
     out_dir.mkdir(parents=True, exist_ok=True)
     t0, c0 = time.perf_counter(), time.process_time()

@@ -2,7 +2,7 @@
 
 1. Write an ACID table with acidorc: create it by appending, append again, overwrite one
    partition - each a transaction committed atomically - and read it at the latest snapshot
-   and at an older one.
+   and at an older one (time travel); then append and read from plain Python with AcidTable.
 2. Read a table the way Hive writes it, with an UPDATE and a DELETE (base / delta /
    delete_delta directories; built here with the test generator tests/hivegen.py, since
    acidorc's own UPDATE / DELETE helpers are still to come).
@@ -57,9 +57,18 @@ def write_and_read(spark, root: Path) -> None:
     print("Written by acidorc:", sorted(str(p.relative_to(root / "events")) for p in (root / "events").glob("*/*")))
     print("Latest snapshot (day 2026-11-20 was overwritten by write id 3):")
     spark.read.format("acidorc").load(path).orderBy("id").show()
-    print("As of write id 2:")
-    spark.read.format("acidorc").option("validWriteIds", "null:2:9223372036854775807::").load(path) \
-        .orderBy("id").show()
+    print("As of write id 2 (time travel):")
+    spark.read.format("acidorc").option("versionAsOf", 2).load(path).orderBy("id").show()
+
+    # The same table from plain Python (pyarrow, no Spark): append, filter, history.
+    import pyarrow as pa
+
+    table = acid_source.AcidTable.load(path)
+    table.append(pa.table({"id": pa.array([6], pa.int64()), "kind": ["view"], "day": [day2]}))  # write id 4
+    print("AcidTable, clicks and views of 2026-11-21:",
+          table.scan(rowFilter="day = DATE '2026-11-21' AND kind IN ('click', 'view')", columns=["id", "kind"])
+          .toArrow().sort_by("id").to_pylist())
+    print("History:", [(h["version"], h["operation"]) for h in table.history()])
 
 
 def main() -> None:

@@ -1,4 +1,4 @@
-# Shared set-up for scripts/run-example and scripts/run-tests (sourced, not run).
+# Shared set-up for scripts/run-example, scripts/run-tests and scripts/check (sourced, not run).
 # Creates .venv on first use, (re)installs the project when pyproject.toml changes, checks
 # Java, and points Spark's Python workers at the same interpreter as the driver.
 set -euo pipefail
