@@ -205,6 +205,19 @@ class ConflictError(AcidError):
         super().__init__(message)
 
 
+class MergeCardinalityError(AcidError):
+    """A MERGE matched one target row with more than one source row (Spark SQL's
+    MERGE_CARDINALITY_VIOLATION rule): which source row should win is undefined, so the MERGE
+    fails and writes nothing."""
+
+    def __init__(self, condition: str, location: str, row_id: str):
+        self.condition, self.location, self.row_id = condition, location, row_id
+        super().__init__(
+            f"MERGE into {location}: the target row {row_id} matched more than one source row on the "
+            f"condition {condition!r}; make the source unique on the join keys (for example with "
+            "dropDuplicates) or tighten the condition. Nothing was written")
+
+
 class UnsupportedOperationError(AcidError, NotImplementedError):
     """acidorc does not (yet) do what was asked, e.g. a streaming read."""
 

@@ -7,6 +7,7 @@ the transaction store; writes run in one :class:`~acid_source.txn.Transaction` e
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 from typing import Any, Iterable, Iterator, Mapping
 
@@ -33,29 +34,85 @@ class AcidTable:
     """
 
     def __init__(self, location: str, *, metastoreUrl: str | None = None,
-                 storageOptions: Mapping[str, Any] | None = None):
+                 storageOptions: Mapping[str, Any] | None = None, conflictDetection: str | None = None,
+                 spark: Any = None):
+        from .dml.execution import conflict_mode
+
         self._location = location
         self._metastore_url = metastoreUrl
         self._storage_options = tuple(sorted((storageOptions or {}).items()))
+        self._conflict = conflict_mode(conflictDetection)
+        self._spark = spark
+        self._alias: str | None = None
         self._latest: ResolvedTable | None = None
 
     # --- opening ---------------------------------------------------------------------------
     @classmethod
     def load(cls, locationOrName: str, *, metastoreUrl: str | None = None,
-             storageOptions: Mapping[str, Any] | None = None) -> "AcidTable":
+             storageOptions: Mapping[str, Any] | None = None, conflictDetection: str | None = None) -> "AcidTable":
         """Open the table at a location (path or fsspec URL) or registered under a name
-        (``db.table``). Tables written by other engines (not in the store) can be read."""
+        (``db.table``). Tables written by other engines (not in the store) can be read.
+        ``conflictDetection`` (``"object"``, Hive's rule, or ``"row"``) applies to this
+        handle's UPDATE / DELETE / MERGE (README, "Concurrent writers")."""
+        return cls._open(locationOrName, "locationOrName", metastoreUrl=metastoreUrl, storageOptions=storageOptions,
+                         conflictDetection=conflictDetection)
+
+    @classmethod
+    def _open(cls, locationOrName: Any, argument: str, *, spark: Any = None, by_name: bool | None = None,
+              **kwargs) -> "AcidTable":
         if not isinstance(locationOrName, str) or not locationOrName.strip():
-            raise InvalidArgumentError("locationOrName", f"expected a table location or name, got {locationOrName!r}")
+            raise InvalidArgumentError(argument, f"expected a table location or name, got {locationOrName!r}")
         location = locationOrName.strip()
-        if TABLE_NAME.fullmatch(location):
-            store = open_store(metastoreUrl)
+        if by_name or (by_name is None and TABLE_NAME.fullmatch(location)):
+            if not TABLE_NAME.fullmatch(location):
+                raise InvalidArgumentError(argument, f"{location!r} is not a table name (db.table or table)")
+            store = open_store(kwargs.get("metastoreUrl"))
             if store is None:
                 raise TableNotRegisteredError(name=location)
             location = store.get_table(name=location).location
-        table = cls(location, metastoreUrl=metastoreUrl, storageOptions=storageOptions)
+        table = cls(location, spark=spark, **kwargs)
         table._refresh()
         return table
+
+    @classmethod
+    def forPath(cls, sparkSession: Any, path: str, *, metastoreUrl: str | None = None,
+                storageOptions: Mapping[str, Any] | None = None, conflictDetection: str | None = None) -> "AcidTable":
+        """The table at ``path``, bound to ``sparkSession``: ``toDF()``, ``delete``,
+        ``update`` and ``merge`` run as Spark jobs (delta-spark's ``DeltaTable.forPath``).
+
+        >>> t = AcidTable.forPath(spark, "/warehouse/sales")              # doctest: +SKIP
+        >>> t.update("region = 'eu'", {"amount": "amount * 1.1"})         # doctest: +SKIP
+        """
+        _check_session(sparkSession)
+        return cls._open(path, "path", spark=sparkSession, by_name=False, metastoreUrl=metastoreUrl,
+                         storageOptions=storageOptions, conflictDetection=conflictDetection)
+
+    @classmethod
+    def forName(cls, sparkSession: Any, tableOrViewName: str, *, metastoreUrl: str | None = None,
+                storageOptions: Mapping[str, Any] | None = None, conflictDetection: str | None = None) -> "AcidTable":
+        """The table registered in the transaction store under ``tableOrViewName``
+        (``db.table``), bound to ``sparkSession``."""
+        _check_session(sparkSession)
+        return cls._open(tableOrViewName, "tableOrViewName", spark=sparkSession, by_name=True,
+                         metastoreUrl=metastoreUrl, storageOptions=storageOptions, conflictDetection=conflictDetection)
+
+    @classmethod
+    def isAcidTable(cls, sparkSession: Any, identifier: str, *, metastoreUrl: str | None = None) -> bool:
+        """Whether ``identifier`` (a path or a registered name) is a Hive ACID table acidorc can
+        read: registered in the store, or a directory with an ACID layout."""
+        from .errors import AcidError
+
+        try:
+            table = cls._open(identifier, "identifier", metastoreUrl=metastoreUrl)
+            resolved = table._latest
+            assert resolved is not None
+            if resolved.registered:
+                return True
+            from .layout.table_dirs import has_acid_layout
+
+            return has_acid_layout(resolved.layout)
+        except AcidError:
+            return False
 
     def _resolve(self, snapshot: SnapshotSpec = SnapshotSpec()) -> ResolvedTable:
         return resolve_table(self._location, metastore_url=self._metastore_url,
@@ -147,10 +204,124 @@ class AcidTable:
             "partitions": sorted({f.partition for f in result.files}),
         }
 
+    # --- changing rows (UPDATE / DELETE / MERGE) ----------------------------------------------
+    def alias(self, aliasName: str) -> "AcidTable":
+        """This table under an alias, for conditions such as ``"t.id = s.id"``."""
+        if not isinstance(aliasName, str) or not aliasName.strip():
+            raise InvalidArgumentError("aliasName", f"expected a non-empty name, got {aliasName!r}")
+        twin = copy.copy(self)
+        twin._alias = aliasName.strip()
+        return twin
+
+    def _target(self):
+        from .dml.execution import DmlTarget
+
+        return DmlTarget(self.location, self._metastore_url, self._storage_options, self._conflict)
+
+    def delete(self, condition: Any = None) -> dict:
+        """Delete the rows where ``condition`` (SQL string, or a Column with Spark) is true; all
+        rows without one. One transaction; returns its metrics (``numDeletedRows``, ...).
+
+        >>> t.delete("day < '2024-01-01'")                                  # doctest: +SKIP
+        """
+        if self._spark is not None:
+            from .spark.dml import spark_delete
+
+            return spark_delete(self._spark, self._target(), condition, self._alias)
+        from .dml.arrow_changes import arrow_changes
+        from .dml.execution import run_dml
+
+        return run_dml(self._target(), "delete",
+                       lambda resolved, plan: arrow_changes(resolved, plan, condition=condition, assignments=None))
+
+    def update(self, condition: Any = None, set: Mapping[str, Any] | None = None) -> dict:
+        """Set columns of the rows where ``condition`` is true (every row without one):
+        ``set`` maps column -> SQL expression (or Column) over the old row. Updating a partition
+        or bucket column moves the row. Returns the metrics (``numUpdatedRows``, ...).
+
+        >>> t.update("id = 7", {"amount": "amount + 1", "region": "'us'"})  # doctest: +SKIP
+        """
+        if set is None:
+            raise InvalidArgumentError("set", "give the columns to update, e.g. set={'amount': 'amount + 1'}")
+        if self._spark is not None:
+            from .spark.dml import spark_update
+
+            return spark_update(self._spark, self._target(), condition, set, self._alias)
+        from .dml.arrow_changes import arrow_changes
+        from .dml.execution import run_dml
+
+        return run_dml(self._target(), "update",
+                       lambda resolved, plan: arrow_changes(resolved, plan, condition=condition, assignments=set))
+
+    def merge(self, source: Any, condition: Any) -> "AcidMergeBuilder":
+        """Start a MERGE of the Spark DataFrame ``source`` into this table on ``condition``;
+        add ``whenMatched...`` / ``whenNotMatched...`` clauses, then ``execute()``.
+
+        >>> (t.alias("t").merge(updates.alias("s"), "t.id = s.id")        # doctest: +SKIP
+        ...   .whenMatchedUpdateAll().whenNotMatchedInsertAll().execute())
+        """
+        self._require_spark("merge")
+        return AcidMergeBuilder(self, source, condition)
+
+    def toDF(self) -> Any:
+        """The table's latest snapshot as a Spark DataFrame (a new one each call: a DataFrame
+        keeps the snapshot it was planned with)."""
+        self._require_spark("toDF")
+        reader = self._spark.read.format("acidorc")
+        if self._metastore_url is not None:
+            reader = reader.option("metastoreUrl", self._metastore_url)
+        for key, value in self._storage_options:
+            reader = reader.option(f"fs.{key}", str(value))
+        df = reader.load(self.location)
+        return df.alias(self._alias) if self._alias else df
+
+    def detail(self) -> Any:
+        """One row describing the table (a DataFrame with Spark, else a dict): location, name,
+        format, partition and bucket columns, table type, files, size, version."""
+        from .layout.table_dirs import acid_state_for, data_files
+
+        resolved = self._refresh()
+        data = []  # the files the latest snapshot reads
+        for part in resolved.layout.partitions:
+            state = acid_state_for(resolved.layout, part, resolved.write_ids, resolved.txns)
+            dirs = ([state.base] if state.base is not None else []) + list(state.deltas)
+            data += [f for d in dirs for f in data_files(resolved.storage, d.path)]
+            data += list(state.originals)
+        info = resolved.info
+        row = {
+            "format": "acidorc",
+            "location": resolved.location,
+            "name": info.name if info is not None else None,
+            "tableType": "insert_only" if resolved.kind == "insert_only" else "full",
+            "partitionColumns": list(resolved.partition_columns),
+            "bucketColumns": list(info.bucket_columns) if info is not None else [],
+            "numBuckets": int(info.num_buckets) if info is not None else -1,
+            "numFiles": len(data),
+            "sizeInBytes": sum(f.size or 0 for f in data),
+            "version": resolved.version,
+        }
+        if self._spark is None:
+            return row
+        return self._spark.createDataFrame([row], _DETAIL_SCHEMA)
+
+    def _require_spark(self, method: str) -> None:
+        if self._spark is None:
+            from .errors import UnsupportedOperationError
+
+            raise UnsupportedOperationError(method, "needs a SparkSession: open the table with "
+                                            "AcidTable.forPath(spark, path) or AcidTable.forName(spark, name)")
+
     # --- history ---------------------------------------------------------------------------
-    def history(self, limit: int | None = None) -> list[dict]:
+    def history(self, limit: int | None = None) -> Any:
         """Committed writes, newest first: ``version`` (write id), ``timestamp`` (UTC),
-        ``operation``, ``txnId``, ``partitions``, ``user``, ``description``."""
+        ``operation``, ``txnId``, ``partitions``, ``user``, ``description``. A list of dicts, or
+        a DataFrame for a table opened with ``forPath`` / ``forName``."""
+        rows = self._history(limit)
+        if self._spark is None:
+            return rows
+        return self._spark.createDataFrame(rows, _HISTORY_SCHEMA)
+
+    def _history(self, limit: int | None) -> list[dict]:
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
             raise InvalidArgumentError("limit", f"expected None or an integer >= 0, got {limit!r}")
         resolved = self._refresh()
@@ -175,6 +346,81 @@ class AcidTable:
 
     def __repr__(self) -> str:
         return f"AcidTable({self.location!r})"
+
+
+_HISTORY_SCHEMA = ("version BIGINT, timestamp TIMESTAMP, operation STRING, txnId BIGINT, partitions ARRAY<STRING>, "
+                   "user STRING, description STRING")
+_DETAIL_SCHEMA = ("format STRING, location STRING, name STRING, tableType STRING, partitionColumns ARRAY<STRING>, "
+                  "bucketColumns ARRAY<STRING>, numBuckets INT, numFiles BIGINT, sizeInBytes BIGINT, version BIGINT")
+
+
+def _check_session(spark: Any) -> None:
+    if not (hasattr(spark, "read") and hasattr(spark, "createDataFrame")):
+        raise InvalidArgumentError("sparkSession", f"expected a SparkSession, got {type(spark).__name__}")
+
+
+class AcidMergeBuilder:
+    """The clauses of one MERGE, evaluated in the order they were added (the first that
+    matches a row acts on it, as in Spark SQL); ``execute()`` runs it (delta-spark's
+    ``DeltaMergeBuilder``). Conditions and values are SQL strings or Columns."""
+
+    def __init__(self, table: AcidTable, source: Any, condition: Any):
+        from .spark.dml import to_column
+
+        if condition is None:
+            raise InvalidArgumentError("condition", "a MERGE needs a join condition, e.g. 't.id = s.id'")
+        to_column(condition, "condition")  # parse errors now, not at execute()
+        self._table = table
+        self._source = source
+        self._condition = condition
+        self._clauses: list = []
+
+    def _add(self, when: str, action: str, condition: Any, values: Any, argument: str) -> "AcidMergeBuilder":
+        from .spark.dml import MergeClause, to_column
+
+        if condition is not None:
+            to_column(condition, "condition")
+        if values is not None and (not isinstance(values, Mapping) or not values):
+            raise InvalidArgumentError(argument, f"expected a non-empty dict of column -> expression, got {values!r}")
+        self._clauses.append(MergeClause(when, action, condition, values))
+        return self
+
+    def whenMatchedUpdate(self, condition: Any = None, set: Mapping[str, Any] | None = None) -> "AcidMergeBuilder":
+        if set is None:
+            raise InvalidArgumentError("set", "give the columns to update (or use whenMatchedUpdateAll)")
+        return self._add("matched", "update", condition, set, "set")
+
+    def whenMatchedUpdateAll(self, condition: Any = None) -> "AcidMergeBuilder":
+        return self._add("matched", "update", condition, None, "set")
+
+    def whenMatchedDelete(self, condition: Any = None) -> "AcidMergeBuilder":
+        return self._add("matched", "delete", condition, None, "condition")
+
+    def whenNotMatchedInsert(self, condition: Any = None,
+                             values: Mapping[str, Any] | None = None) -> "AcidMergeBuilder":
+        if values is None:
+            raise InvalidArgumentError("values", "give the values to insert (or use whenNotMatchedInsertAll)")
+        return self._add("not_matched", "insert", condition, values, "values")
+
+    def whenNotMatchedInsertAll(self, condition: Any = None) -> "AcidMergeBuilder":
+        return self._add("not_matched", "insert", condition, None, "values")
+
+    def whenNotMatchedBySourceUpdate(self, condition: Any = None,
+                                     set: Mapping[str, Any] | None = None) -> "AcidMergeBuilder":
+        if set is None:
+            raise InvalidArgumentError("set", "give the columns to update")
+        return self._add("not_matched_by_source", "update", condition, set, "set")
+
+    def whenNotMatchedBySourceDelete(self, condition: Any = None) -> "AcidMergeBuilder":
+        return self._add("not_matched_by_source", "delete", condition, None, "condition")
+
+    def execute(self) -> dict:
+        """Run the MERGE in one transaction; returns its metrics (``numUpdatedRows``,
+        ``numInsertedRows``, ``numDeletedRows``, ...)."""
+        from .spark.dml import spark_merge
+
+        t = self._table
+        return spark_merge(t._spark, t._target(), self._source, self._condition, list(self._clauses), t._alias)
 
 
 class AcidScan:

@@ -73,11 +73,18 @@ def begin_write(options: WriteOptions, data_schema: pa.Schema, overwrite: bool, 
     except BaseException as exc:
         txn.abort(f"could not allocate a write id: {exc}")
         raise
-    plan = WritePlan(
+    plan = plan_for_table(table, storage, write_id, overwrite=overwrite, static_partition=static)
+    return WriteJob(plan, table.table_id, options.dynamic_overwrite), txn
+
+
+def plan_for_table(table: TableInfo, storage: Storage, write_id: int, *, overwrite: bool = False,
+                   static_partition: tuple = (), partition_dirs: tuple = ()) -> WritePlan:
+    """The task plan for writing ``write_id`` into a registered table."""
+    return WritePlan(
         storage=storage,
-        data_schema=table_data,
+        data_schema=nullable(pa.schema([table.schema.field(n) for n in table.data_columns])),
         partition_columns=table.partition_columns,
-        static_partition=static,
+        static_partition=static_partition,
         bucket_columns=table.bucket_columns,
         num_buckets=table.num_buckets,
         bucketing_version=table.bucketing_version,
@@ -85,8 +92,8 @@ def begin_write(options: WriteOptions, data_schema: pa.Schema, overwrite: bool, 
         compression=canonical_codec(table.compression),  # stores of older versions may say "none"
         write_id=write_id,
         overwrite=overwrite,
+        partition_dirs=partition_dirs,
     )
-    return WriteJob(plan, table.table_id, options.dynamic_overwrite), txn
 
 
 def _check_unique_columns(data_schema: pa.Schema) -> None:

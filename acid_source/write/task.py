@@ -46,6 +46,17 @@ class WritePlan:
     write_id: int = 0
     overwrite: bool = False
     stripe_size: int = DELTA_STRIPE_SIZE
+    #: partition values -> directory of every existing partition: rows go where rows with
+    #: those values already are (a directory ``p=01`` holds value 1; 1 formats as ``p=1``)
+    partition_dirs: tuple[tuple[tuple, str], ...] = ()
+
+    def partition_dir(self, values: tuple) -> str:
+        if not self.partition_columns:
+            return ""
+        for known, path in self.partition_dirs:
+            if known == values:
+                return path
+        return partition_path(list(self.partition_columns), values)
 
     @property
     def bucketed(self) -> bool:
@@ -96,6 +107,7 @@ class TaskWriter:
         _remove_stale_task_dirs()
         self._tmp = tempfile.mkdtemp(prefix=f"{_TMP_PREFIX}{os.getpid()}-")
         self._names = {f.name.lower(): f for f in plan.data_schema}
+        self._dirs: dict[tuple, str] = {}
 
     def write(self, batch: pa.RecordBatch) -> None:
         with self._typed_errors("write rows"):
@@ -110,7 +122,7 @@ class TaskWriter:
             rows = rows.select(list(range(len(self.plan.data_schema))))
             if self.plan.static_partition:
                 part_values = tuple(v for _, v in self.plan.static_partition)
-            part = partition_path(list(self.plan.partition_columns), part_values) if self.plan.partition_columns else ""
+            part = self._partition_dir(tuple(part_values))
             if self.plan.bucketed:
                 ids = bucket_ids([_wall_clock(rows.column(rows.schema.get_field_index(c)))
                                   for c in self._bucket_names()],
@@ -159,6 +171,12 @@ class TaskWriter:
         shutil.rmtree(self._tmp, ignore_errors=True)
 
     # --- helpers -----------------------------------------------------------------------------
+    def _partition_dir(self, values: tuple) -> str:
+        found = self._dirs.get(values)
+        if found is None:
+            found = self._dirs[values] = self.plan.partition_dir(values)
+        return found
+
     def _bucket_names(self) -> list[str]:
         return [self._names[c.lower()].name for c in self.plan.bucket_columns]
 

@@ -1,0 +1,139 @@
+"""DELETE and UPDATE without Spark: the target is read at the snapshot with ROW__IDs, the
+condition and SET values are evaluated with pyarrow (acid_source.expressions, Spark SQL's
+semantics), and one task writes the change rows. For plain-Python users, scripts and the CLI;
+the Spark path (acid_source.spark.dml) produces the same change rows with Spark."""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.dataset as ds
+
+from ..errors import InvalidArgumentError, SchemaError
+from ..expressions import parse_condition, parse_value_expression
+from ..scan.planner import TableScan
+from ..scan.reader import read_split
+from ..scan.resolved import ResolvedTable
+from ..scan.splits import ROW_ID_COLUMN as READ_ROW_ID
+from .events import (
+    DELETE,
+    OP_COLUMN,
+    ROW_ID_COLUMN,
+    UPDATE_DELETE,
+    UPDATE_INSERT,
+    ChangePlan,
+    ChangeResult,
+    write_changes,
+)
+
+
+def check_assignments(assignments, schema: pa.Schema, argument: str = "set") -> dict[str, object]:
+    """``{column: value}`` with every column a table column (matched case-insensitively, given
+    once); returns them keyed by the table's spelling."""
+    if not isinstance(assignments, Mapping) or not assignments:
+        raise InvalidArgumentError(argument,
+                                   f"expected a non-empty dict of column -> SQL expression, got {assignments!r}")
+    by_lower = {n.lower(): n for n in schema.names}
+    result: dict[str, object] = {}
+    for column, value in assignments.items():
+        if not isinstance(column, str):
+            raise InvalidArgumentError(argument, f"column names are strings, got {column!r}")
+        name = by_lower.get(column.strip().strip("`").lower())
+        if name is None:
+            raise SchemaError(f"{argument}: the table has no column {column!r} (columns: {', '.join(schema.names)})",
+                              column=column)
+        if name in result:
+            raise InvalidArgumentError(argument, f"column {name!r} is assigned twice")
+        result[name] = value
+    return result
+
+
+def arrow_changes(resolved: ResolvedTable, plan: ChangePlan, *, condition: str | None,
+                  assignments: Mapping[str, object] | None) -> list[ChangeResult]:
+    """Change rows of ``DELETE WHERE condition`` (``assignments`` None) or ``UPDATE SET
+    assignments WHERE condition``, written as one task."""
+    schema = resolved.schema()
+    cond = None
+    if condition is not None:
+        if not isinstance(condition, str):
+            raise InvalidArgumentError("condition", "without Spark a condition is a SQL string, "
+                                       f"not {type(condition).__name__}")
+        cond = parse_condition(condition, schema, argument="condition")
+    values = {}
+    if assignments is not None:
+        for column, text in check_assignments(assignments, schema).items():
+            if not isinstance(text, str):
+                raise InvalidArgumentError(f"set[{column}]", "without Spark a value is a SQL string, "
+                                           f"not {type(text).__name__}")
+            values[column] = parse_value_expression(text, schema, argument=f"set[{column}]")
+            _check_castable(values[column].type, schema.field(column), f"set[{column}]")
+    if assignments is None:  # DELETE reads only what it needs: ROW__ID, partitions, the condition's columns
+        needed = set(resolved.partition_columns) | (set(cond.columns) if cond else set())
+        read_fields = [f for f in schema if f.name in needed]
+    else:
+        read_fields = list(schema)
+    read_schema = pa.schema(read_fields + [pa.field(READ_ROW_ID, resolved.schema(True).field(READ_ROW_ID).type)])
+    ctx, splits = TableScan(resolved, include_row_id=True).plan(read_schema)
+
+    def change_rows():
+        for split in splits:
+            for batch in read_split(split, ctx):
+                matched = batch.filter(cond.expression) if cond is not None else batch
+                if matched.num_rows == 0:
+                    continue
+                if assignments is None:
+                    yield _change_batch(matched, schema, DELETE, keep=set(resolved.partition_columns))
+                else:
+                    yield _change_batch(matched, schema, UPDATE_DELETE, keep=set(resolved.partition_columns))
+                    yield _change_batch(_updated(matched, values, schema), schema, UPDATE_INSERT,
+                                        keep=set(schema.names), with_row_id=False)
+
+    return [write_changes(plan, 0, change_rows())]
+
+
+def _check_castable(source: pa.DataType, target: pa.Field, argument: str) -> None:
+    if pa.types.is_null(source) or source == target.type:
+        return
+    try:
+        pa.array([], source).cast(target.type)
+    except (pa.ArrowNotImplementedError, pa.ArrowInvalid):
+        raise SchemaError(f"{argument}: a value of type {source} cannot be stored in column {target.name!r} "
+                          f"of type {target.type}", column=target.name) from None
+
+
+def _updated(rows: pa.RecordBatch, values: dict, schema: pa.Schema) -> pa.RecordBatch:
+    """The new versions of ``rows``: assigned columns evaluated (on the old values, as SQL
+    does), the others kept."""
+    projection = {name: values[name].expression if name in values else ds.field(name) for name in schema.names}
+    table = ds.dataset(pa.Table.from_batches([rows])).to_table(columns=projection)
+    arrays = []
+    for f in schema:
+        arr = table.column(f.name).combine_chunks()
+        if arr.type != f.type:
+            try:
+                arr = arr.cast(f.type)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+                raise SchemaError(f"set[{f.name}]: a new value does not fit column {f.name!r} ({f.type}): {exc}",
+                                  column=f.name) from None
+        arrays.append(arr)
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def _change_batch(rows: pa.RecordBatch, schema: pa.Schema, op: int, *, keep: set[str],
+                  with_row_id: bool = True) -> pa.RecordBatch:
+    """Change rows in the shape tasks take: the op code, every table column (those not in
+    ``keep`` as nulls) and the ROW__ID."""
+    n = rows.num_rows
+    arrays: list[pa.Array] = [pa.array(np.full(n, op, dtype=np.int8))]
+    names = [OP_COLUMN]
+    for f in schema:
+        idx = rows.schema.get_field_index(f.name)
+        arrays.append(rows.column(idx) if f.name in keep and idx >= 0 else pa.nulls(n, f.type))
+        names.append(f.name)
+    row_id_type = pa.struct([("writeId", pa.int64()), ("bucketId", pa.int32()), ("rowId", pa.int64())])
+    idx = rows.schema.get_field_index(READ_ROW_ID)
+    arrays.append(rows.column(idx) if with_row_id and idx >= 0 else pa.nulls(n, row_id_type))
+    names.append(ROW_ID_COLUMN)
+    return pa.RecordBatch.from_arrays(arrays, names=names)

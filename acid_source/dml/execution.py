@@ -1,0 +1,127 @@
+"""Running one UPDATE / DELETE / MERGE: transaction, snapshot, change tasks, commit (driver side).
+
+The order is what makes it safe:
+
+1. the transaction opens first, so every commit after it counts as concurrent for the
+   conflict check at commit time;
+2. the snapshot is taken next (latest committed state), and the target is read at exactly
+   that snapshot;
+3. the engine (Spark, or pyarrow for the engine-free API) turns matched rows into change rows
+   that tasks write under the transaction's one write id (:mod:`acid_source.dml.events`);
+4. one commit makes delete and insert events visible together, or the conflict rules abort it
+   and its files are removed. A DML that matched nothing commits nothing and leaves nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from ..errors import InvalidArgumentError, TableNotRegisteredError, UnsupportedOperationError
+from ..layout.table_dirs import convert_partition_value
+from ..resolve import open_store, resolve_table
+from ..scan.resolved import ResolvedTable
+from ..txn import Transaction
+from ..writes import plan_for_table
+from .events import DELETE, INSERT, UPDATE_INSERT, ChangePlan, ChangeResult
+
+CONFLICT_MODES = ("object",)
+
+
+def conflict_mode(value: str | None) -> str:
+    """``"object"``: Hive's rule, the default."""
+    if value is None:
+        return "object"
+    mode = str(value).strip().lower()
+    if mode not in CONFLICT_MODES:
+        raise InvalidArgumentError("conflictDetection", f"expected one of {CONFLICT_MODES}, got {value!r}")
+    return mode
+
+
+@dataclass(frozen=True)
+class DmlTarget:
+    """The table a DML changes, as the caller named it."""
+
+    location: str
+    metastore_url: str | None = None
+    storage_options: tuple = ()
+    conflict_detection: str = "object"
+
+
+#: produce(resolved table at the snapshot, plan for the tasks) -> what the tasks wrote
+Producer = Callable[[ResolvedTable, ChangePlan], list[ChangeResult]]
+
+
+def run_dml(target: DmlTarget, operation: str, produce: Producer, *,
+            merge_condition: str | None = None) -> dict[str, Any]:
+    """Run one DML statement on ``target`` and return its metrics."""
+    store = open_store(target.metastore_url)
+    info = store.find_table(target.location) if store is not None else None
+    if store is None or info is None:
+        raise TableNotRegisteredError(
+            f"{target.location} is not registered in the acidorc transaction store, which must allocate the "
+            f"write id of a {operation.upper()} (tables written by other engines are read-only here)",
+            location=target.location)
+    if info.insert_only:
+        raise UnsupportedOperationError(operation.upper(), f"{info.location} is an insert-only table; as in Hive, "
+                                        "its rows have no ROW__ID and cannot be updated or deleted")
+    txn = Transaction.begin(store, description=f"{operation} {info.location}", heartbeat="thread")
+    try:
+        resolved = resolve_table(info.location, metastore_url=target.metastore_url,
+                                 storage_options=target.storage_options)
+        write_id = txn.allocate_write_id(info.table_id, resolved.storage)
+        plan = ChangePlan(plan_for_table(info, resolved.storage, write_id, partition_dirs=_partition_dirs(resolved)),
+                          merge_condition=merge_condition)
+        results = produce(resolved, plan)
+    except BaseException as exc:
+        txn.abort(f"{operation} failed: {type(exc).__name__}: {exc}")
+        raise
+    metrics = _metrics(operation, results)
+    metrics["txnId"] = txn.txn_id
+    if not any(r.files for r in results):
+        txn.abort(f"{operation} matched no rows")  # nothing was written: nothing to commit
+        return metrics
+    touched = sorted({f.partition for r in results for f in r.files})
+    try:
+        txn.record_written(info.table_id, [d for r in results for d in r.directories])
+    except BaseException as exc:
+        txn.abort(f"{operation} failed: {exc}")
+        raise
+    txn.commit(operation, {info.table_id: touched})
+    metrics["writeId"] = write_id
+    metrics["partitions"] = touched
+    return metrics
+
+
+def _partition_dirs(resolved: ResolvedTable) -> tuple:
+    """Partition values -> directory (relative to the table root) of every existing partition."""
+    if not resolved.partition_columns:
+        return ()
+    schema = resolved.schema()
+    types = [schema.field(c).type for c in resolved.partition_columns]
+    root = resolved.storage.root.rstrip("/")
+    found = []
+    for part in resolved.layout.partitions:
+        values = tuple(convert_partition_value(raw, t) for raw, t in zip(part.raw_values, types))
+        found.append((values, part.path[len(root):].strip("/")))
+    return tuple(found)
+
+
+def _metrics(operation: str, results: list[ChangeResult]) -> dict[str, Any]:
+    counts: dict[int, int] = {}
+    for r in results:
+        for op, n in r.counts.items():
+            counts[op] = counts.get(op, 0) + n
+    deleted, updated, inserted = counts.get(DELETE, 0), counts.get(UPDATE_INSERT, 0), counts.get(INSERT, 0)
+    return {
+        "operation": operation,
+        "writeId": None,
+        "txnId": None,
+        "numAffectedRows": deleted + updated + inserted,
+        "numDeletedRows": deleted,
+        "numUpdatedRows": updated,
+        "numInsertedRows": inserted,
+        "numFilesAdded": sum(len(r.files) for r in results),
+        "numBytesAdded": sum(r.bytes for r in results),
+        "partitions": [],
+    }

@@ -1,0 +1,358 @@
+"""UPDATE, DELETE and MERGE as Spark jobs: Spark reads the target at the DML's snapshot (with
+ROW__IDs), evaluates conditions and values with Spark SQL's own semantics, joins the MERGE
+source, and turns every affected row into change rows; tasks write them as Hive split-update
+events (:mod:`acid_source.dml.events`); the driver commits (:mod:`acid_source.dml.execution`).
+
+One pass over the target: each joined row becomes at most two change rows (old version deleted,
+new version inserted) through one ``explode``. Change rows are repartitioned by (partition,
+writer id of the old row) so that every delete event of a delete file is in one task - which
+also makes the MERGE cardinality check (one ROW__ID at most once) a by-product of writing.
+"""
+
+from __future__ import annotations
+
+import pickle
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import pyarrow as pa
+from pyspark.errors import AnalysisException, ParseException, PythonException
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema
+from pyspark.sql.types import StructType
+
+from ..dml.events import (
+    DELETE,
+    INSERT,
+    MATCHED_NO_ACTION,
+    OP_COLUMN,
+    ROW_ID_COLUMN,
+    UPDATE_DELETE,
+    UPDATE_INSERT,
+    ChangePlan,
+    ChangeResult,
+    write_changes,
+)
+from ..dml.execution import DmlTarget, run_dml
+from ..errors import InvalidArgumentError, MergeCardinalityError, SchemaError
+from ..scan.resolved import ResolvedTable
+from ..scan.splits import ROW_ID_COLUMN as READ_ROW_ID
+from .datasource import SOURCE_NAME
+
+_SOURCE_MARK = "__acidorc_source_row"
+
+
+# --- arguments -------------------------------------------------------------------------------
+def to_column(value: Any, argument: str) -> Column:
+    """A SQL expression string or a Column, as a Column (parse errors name ``argument``)."""
+    if isinstance(value, Column):
+        return value
+    if isinstance(value, str):
+        if not value.strip():
+            raise InvalidArgumentError(argument, "the SQL expression is empty")
+        try:
+            return F.expr(value)
+        except ParseException as exc:
+            raise InvalidArgumentError(argument, f"cannot parse {value!r}: {_first_line(exc)}") from None
+    raise InvalidArgumentError(argument, f"expected a SQL string or a Column, got {type(value).__name__}")
+
+
+def _first_line(exc: Exception) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _assignments(values: Any, columns: list[str], argument: str) -> dict[str, Any]:
+    """``{column: expression}`` checked against the table's columns (case-insensitive)."""
+    if not isinstance(values, Mapping) or not values:
+        raise InvalidArgumentError(argument, f"expected a non-empty dict of column -> expression, got {values!r}")
+    by_lower = {c.lower(): c for c in columns}
+    result: dict[str, Any] = {}
+    for key, value in values.items():
+        if not isinstance(key, str):
+            raise InvalidArgumentError(argument, f"column names are strings, got {key!r}")
+        bare = key.strip().strip("`")
+        if "." in bare and bare.lower() not in by_lower:  # "t.col": the target's alias is allowed
+            bare = bare.rsplit(".", 1)[1].strip("`")
+        name = by_lower.get(bare.lower())
+        if name is None:
+            raise SchemaError(f"{argument}: the table has no column {key!r} (columns: {', '.join(columns)})",
+                              column=key)
+        if name in result:
+            raise InvalidArgumentError(argument, f"column {name!r} is assigned twice")
+        result[name] = to_column(value, f"{argument}[{key}]")
+    return result
+
+
+def _analysis(fn, argument: str):
+    """Run ``fn`` (which builds a DataFrame: Spark analyzes it eagerly) and turn Spark's
+    analysis errors into typed errors naming ``argument``."""
+    try:
+        return fn()
+    except AnalysisException as exc:
+        message = _first_line(exc)
+        if "AMBIGUOUS" in message:
+            raise SchemaError(f"{argument}: {message} - qualify the column with the target's or the source's "
+                              "alias (AcidTable.alias(...), DataFrame.alias(...))") from None
+        raise SchemaError(f"{argument}: {message}") from None
+
+
+# --- reading the target ----------------------------------------------------------------------
+def target_frame(spark, resolved: ResolvedTable, target: DmlTarget, columns: list[str] | None = None) -> DataFrame:
+    """The target at the DML's snapshot: ``columns`` (all when None), the partition columns
+    and the ROW__ID (renamed so that no source column can clash with it)."""
+    full = resolved.schema(include_row_id=True)
+    wanted = set(full.names) if columns is None else set(columns) | set(resolved.partition_columns)
+    arrow = pa.schema([f for f in full if f.name in wanted or f.name == READ_ROW_ID])
+    reader = (spark.read.format(SOURCE_NAME).schema(from_arrow_schema(arrow, prefer_timestamp_ntz=True))
+              .option("includeRowId", "true")
+              .option("validWriteIds", str(resolved.write_ids))
+              .option("validTxns", str(resolved.txns)))
+    if target.metastore_url is not None:
+        reader = reader.option("metastoreUrl", target.metastore_url)
+    for key, value in target.storage_options:
+        reader = reader.option(f"fs.{key}", str(value))
+    return reader.load(resolved.location).withColumnRenamed(READ_ROW_ID, ROW_ID_COLUMN)
+
+
+def condition_columns(condition: Any, columns: list[str]) -> list[str] | None:
+    """The table columns a SQL condition string reads (None: unknown, read them all)."""
+    if condition is None:
+        return []
+    if not isinstance(condition, str):
+        return None
+    import sqlglot
+    from sqlglot import exp
+
+    try:
+        tree = sqlglot.parse_one(condition, read="spark")
+    except sqlglot.errors.SqlglotError:
+        return None
+    by_lower = {c.lower(): c for c in columns}
+    found = []
+    for col in tree.find_all(exp.Column):
+        name = by_lower.get(col.name.lower())
+        if name is None:
+            return None
+        found.append(name)
+    return found
+
+
+# --- change rows -----------------------------------------------------------------------------
+@dataclass
+class ChangeShape:
+    """Builds change-row structs of one table (every field cast to the table's type)."""
+
+    schema: StructType  # the table's columns
+    partition_columns: list[str]
+    row_id_type: Any
+    names: list[str] = field(init=False)
+
+    def __post_init__(self):
+        self.names = [f.name for f in self.schema.fields]
+
+    def _typed(self, name: str, value: Column | None) -> Column:
+        dtype = self.schema[name].dataType
+        return (F.lit(None) if value is None else value).cast(dtype).alias(name)
+
+    def delete_side(self, op: int, partition_values: Mapping[str, Column], row_id: Column) -> Column:
+        """The old row: its ROW__ID and old partition values (data columns are not needed)."""
+        fields = [F.lit(op).cast("tinyint").alias(OP_COLUMN)]
+        fields += [self._typed(n, partition_values.get(n)) for n in self.names]
+        fields.append(row_id.cast(self.row_id_type).alias(ROW_ID_COLUMN))
+        return F.struct(*fields)
+
+    def insert_side(self, op: int, values: Mapping[str, Column]) -> Column:
+        fields = [F.lit(op).cast("tinyint").alias(OP_COLUMN)]
+        fields += [self._typed(n, values.get(n)) for n in self.names]
+        fields.append(F.lit(None).cast(self.row_id_type).alias(ROW_ID_COLUMN))
+        return F.struct(*fields)
+
+    def rows(self, frame: DataFrame, delete: Column | None, insert: Column | None) -> DataFrame:
+        """Each row of ``frame`` -> its non-null change rows (0, 1 or 2)."""
+        sides = [s for s in (delete, insert) if s is not None]
+        exploded = frame.select(F.explode(F.filter(F.array(*sides), lambda x: x.isNotNull())).alias("change"))
+        return exploded.select("change.*")
+
+
+def write_change_rows(spark, changes: DataFrame, plan: ChangePlan, shape: ChangeShape) -> list[ChangeResult]:
+    """Repartition so that each (partition, old writer id) is in one task; write; collect."""
+    write = plan.write
+    is_delete = F.col(OP_COLUMN).isin(DELETE, UPDATE_DELETE, MATCHED_NO_ACTION)
+    if write.bucketed:
+        insert_key = F.hash(*[F.col(c) for c in _spelled(write.bucket_columns, shape.names)])
+    else:
+        insert_key = F.hash(*[F.col(n) for n in shape.names])
+    key = F.when(is_delete, F.col(f"{ROW_ID_COLUMN}.bucketId")).otherwise(insert_key)
+    parts = [F.col(c) for c in write.partition_columns]
+    routed = changes.repartition(*parts, key)
+
+    def task(batches):
+        from pyspark import TaskContext
+
+        context = TaskContext.get()
+        result = write_changes(plan, context.partitionId() if context else 0, batches)
+        yield pa.RecordBatch.from_arrays([pa.array([pickle.dumps(result)], pa.binary())], names=["result"])
+
+    try:
+        rows = routed.mapInArrow(task, "result binary").collect()
+    except PythonException as exc:
+        raise _task_error(exc, plan) from None
+    return [pickle.loads(r["result"]) for r in rows]
+
+
+def _spelled(names, columns: list[str]) -> list[str]:
+    by_lower = {c.lower(): c for c in columns}
+    return [by_lower.get(n.lower(), n) for n in names]
+
+
+def _task_error(exc: PythonException, plan: ChangePlan) -> Exception:
+    """A typed error for what a task raised on purpose; anything else stays Spark's."""
+    text = str(exc)
+    if plan.merge_condition is not None and "MergeCardinalityError" in text:
+        start = text.find("the target row ")
+        end = text.find(" matched more than one", start)
+        row_id = text[start + len("the target row "):end] if 0 <= start < end else "(see the Spark error)"
+        return MergeCardinalityError(plan.merge_condition, plan.write.storage.root, row_id)
+    return exc
+
+
+def _shape(resolved: ResolvedTable) -> ChangeShape:
+    full = from_arrow_schema(resolved.schema(include_row_id=True), prefer_timestamp_ntz=True)
+    columns = StructType([f for f in full.fields if f.name != READ_ROW_ID])
+    return ChangeShape(columns, resolved.partition_columns, full[READ_ROW_ID].dataType)
+
+
+# --- the three statements --------------------------------------------------------------------
+def spark_delete(spark, target: DmlTarget, condition: Any, alias: str | None) -> dict:
+    cond = None if condition is None else to_column(condition, "condition")
+
+    def produce(resolved: ResolvedTable, plan: ChangePlan) -> list[ChangeResult]:
+        shape = _shape(resolved)
+        needed = condition_columns(condition, shape.names)
+        frame = target_frame(spark, resolved, target, needed)
+        if alias:
+            frame = frame.alias(alias)
+        matched = frame if cond is None else _analysis(lambda: frame.where(cond), "condition")
+        parts = {c: F.col(c) for c in resolved.partition_columns}
+        changes = shape.rows(matched, shape.delete_side(DELETE, parts, F.col(ROW_ID_COLUMN)), None)
+        return write_change_rows(spark, changes, plan, shape)
+
+    return run_dml(target, "delete", produce)
+
+
+def spark_update(spark, target: DmlTarget, condition: Any, assignments: Any, alias: str | None) -> dict:
+    cond = None if condition is None else to_column(condition, "condition")
+
+    def produce(resolved: ResolvedTable, plan: ChangePlan) -> list[ChangeResult]:
+        shape = _shape(resolved)
+        values = _assignments(assignments, shape.names, "set")
+        frame = target_frame(spark, resolved, target)
+        if alias:
+            frame = frame.alias(alias)
+        matched = frame if cond is None else _analysis(lambda: frame.where(cond), "condition")
+        old = {n: frame[n] for n in shape.names}
+        new = {n: values.get(n, old[n]) for n in shape.names}
+        parts = {c: frame[c] for c in resolved.partition_columns}
+        changes = _analysis(lambda: shape.rows(
+            matched, shape.delete_side(UPDATE_DELETE, parts, frame[ROW_ID_COLUMN]),
+            shape.insert_side(UPDATE_INSERT, new)), "set")
+        return write_change_rows(spark, changes, plan, shape)
+
+    return run_dml(target, "update", produce)
+
+
+@dataclass(frozen=True)
+class MergeClause:
+    """One WHEN clause: ``matched`` / ``not_matched`` / ``not_matched_by_source``; action
+    ``update`` / ``delete`` / ``insert``; ``values`` None for UPDATE SET * / INSERT *."""
+
+    when: str
+    action: str
+    condition: Any = None
+    values: Any = None
+
+
+def spark_merge(spark, target: DmlTarget, source: DataFrame, condition: Any, clauses: list[MergeClause],
+                alias: str | None) -> dict:
+    if not isinstance(source, DataFrame):
+        raise InvalidArgumentError("source", f"expected a Spark DataFrame, got {type(source).__name__}")
+    on = to_column(condition, "condition")
+    cond_text = condition if isinstance(condition, str) else str(condition)
+    if not clauses:
+        raise InvalidArgumentError("merge", "add at least one whenMatched... / whenNotMatched... clause "
+                                            "before execute()")
+
+    def produce(resolved: ResolvedTable, plan: ChangePlan) -> list[ChangeResult]:
+        shape = _shape(resolved)
+        frame = target_frame(spark, resolved, target)
+        if alias:
+            frame = frame.alias(alias)
+        marked = source.withColumn(_SOURCE_MARK, F.lit(True))
+        kinds = {c.when for c in clauses}
+        how = {frozenset({"matched"}): "inner", frozenset({"not_matched"}): "right",
+               frozenset({"matched", "not_matched"}): "right",
+               frozenset({"not_matched_by_source"}): "left",
+               frozenset({"matched", "not_matched_by_source"}): "left"}.get(frozenset(kinds), "full")
+        joined = _analysis(lambda: frame.join(marked, on=on, how=how), "condition")
+        has_target = joined[ROW_ID_COLUMN].isNotNull()
+        has_source = marked[_SOURCE_MARK].isNotNull()
+        state = {"matched": has_target & has_source, "not_matched": ~has_target & has_source,
+                 "not_matched_by_source": has_target & ~has_source}
+        chosen = None
+        for i, clause in enumerate(clauses):
+            test = state[clause.when]
+            if clause.condition is not None:
+                test = test & to_column(clause.condition, f"clause {i + 1} condition")
+            chosen = (F.when(test, F.lit(i)) if chosen is None else chosen.when(test, F.lit(i)))
+        assert chosen is not None
+        old = {n: frame[n] for n in shape.names}
+        parts = {c: frame[c] for c in resolved.partition_columns}
+        delete_side = None
+        insert_side = None
+        for i, clause in enumerate(clauses):
+            is_i = chosen == F.lit(i)
+            if clause.action in ("update", "delete"):
+                op = UPDATE_DELETE if clause.action == "update" else DELETE
+                side = shape.delete_side(op, parts, frame[ROW_ID_COLUMN])
+                delete_side = F.when(is_i, side) if delete_side is None else delete_side.when(is_i, side)
+            if clause.action in ("update", "insert"):
+                values = _clause_values(clause, i, shape.names, marked, old)
+                side = shape.insert_side(UPDATE_INSERT if clause.action == "update" else INSERT, values)
+                insert_side = F.when(is_i, side) if insert_side is None else insert_side.when(is_i, side)
+        if _checks_cardinality(clauses):  # a matched row no clause acts on still counts once
+            quiet = state["matched"] & chosen.isNull()
+            side = shape.delete_side(MATCHED_NO_ACTION, parts, frame[ROW_ID_COLUMN])
+            delete_side = F.when(quiet, side) if delete_side is None else delete_side.when(quiet, side)
+        changes = _analysis(lambda: shape.rows(joined, delete_side, insert_side), "merge clauses")
+        return write_change_rows(spark, changes, plan, shape)
+
+    return run_dml(target, "merge", produce, merge_condition=cond_text if _checks_cardinality(clauses) else None)
+
+
+def _checks_cardinality(clauses: list[MergeClause]) -> bool:
+    """Spark SQL's rule: a target row matched by several source rows is an error, unless the
+    only WHEN MATCHED clause is an unconditional DELETE (deleting it once or twice is alike)."""
+    matched = [c for c in clauses if c.when == "matched"]
+    if not matched:
+        return False
+    return not (len(matched) == 1 and matched[0].action == "delete" and matched[0].condition is None)
+
+
+def _clause_values(clause: MergeClause, index: int, columns: list[str], source: DataFrame,
+                   old: Mapping[str, Column]) -> dict[str, Column]:
+    argument = f"clause {index + 1} ({'set' if clause.action == 'update' else 'values'})"
+    if clause.values is not None:
+        given = _assignments(clause.values, columns, argument)
+        if clause.action == "update":
+            return {n: given.get(n, old[n]) for n in columns}
+        return given  # INSERT: columns not given are NULL
+    # UPDATE SET * / INSERT *: every target column from the source column of that name
+    by_lower = {c.lower(): c for c in source.columns if c != _SOURCE_MARK}
+    missing = [c for c in columns if c.lower() not in by_lower]
+    if missing:
+        raise SchemaError(f"{argument}: {'UPDATE SET *' if clause.action == 'update' else 'INSERT *'} needs a source "
+                          f"column for every target column; the source lacks {', '.join(missing)} "
+                          f"(source columns: {', '.join(by_lower.values())})", column=missing[0])
+    return {c: source[by_lower[c.lower()]] for c in columns}
