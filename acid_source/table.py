@@ -267,9 +267,12 @@ class AcidTable:
         """The table's latest snapshot as a Spark DataFrame (a new one each call: a DataFrame
         keeps the snapshot it was planned with)."""
         self._require_spark("toDF")
+        from .metastore.engine import url_for_workers
+
         reader = self._spark.read.format("acidorc")
-        if self._metastore_url is not None:
-            reader = reader.option("metastoreUrl", self._metastore_url)
+        url = url_for_workers(self._metastore_url)
+        if url is not None:
+            reader = reader.option("metastoreUrl", url)
         for key, value in self._storage_options:
             reader = reader.option(f"fs.{key}", str(value))
         df = reader.load(self.location)

@@ -94,13 +94,37 @@ def arrow_changes(resolved: ResolvedTable, plan: ChangePlan, *, condition: str |
 
 
 def _check_castable(source: pa.DataType, target: pa.Field, argument: str) -> None:
+    """Spark SQL's rule for storing a value in a column (an implicit cast on assignment):
+    numbers, booleans and strings convert among themselves, dates and timestamps among
+    themselves and to or from strings; nested types only to the same type."""
     if pa.types.is_null(source) or source == target.type:
         return
-    try:
-        pa.array([], source).cast(target.type)
-    except (pa.ArrowNotImplementedError, pa.ArrowInvalid):
+    if not (_castable(source, target.type)):
         raise SchemaError(f"{argument}: a value of type {source} cannot be stored in column {target.name!r} "
-                          f"of type {target.type}", column=target.name) from None
+                          f"of type {target.type}", column=target.name)
+
+
+def _kind(t: pa.DataType) -> str:
+    if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t):
+        return "number"
+    if pa.types.is_boolean(t):
+        return "boolean"
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return "string"
+    if pa.types.is_date(t) or pa.types.is_timestamp(t):
+        return "time"
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        return "binary"
+    return "nested"
+
+
+def _castable(source: pa.DataType, target: pa.DataType) -> bool:
+    a, b = _kind(source), _kind(target)
+    if "nested" in (a, b):
+        return False
+    if a == "string" or b == "string" or a == b:
+        return True
+    return {a, b} == {"number", "boolean"}
 
 
 def _updated(rows: pa.RecordBatch, values: dict, schema: pa.Schema) -> pa.RecordBatch:

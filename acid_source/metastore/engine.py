@@ -44,6 +44,17 @@ def default_url() -> str:
     return f"sqlite:///{home / 'metastore.db'}"
 
 
+def url_for_workers(url: str | None) -> str | None:
+    """The store URL to hand Spark's Python workers with a read: the one given, else this
+    process's default (workers may have started before it was chosen) unless it holds a
+    password (options show up in Spark's plans; workers then use their own environment)."""
+    if url is not None:
+        return url
+    if sqlite_store_missing(None) or parse_url(None).password is not None:
+        return None  # (naming a store that does not exist would make the read refuse it)
+    return default_url()
+
+
 def sqlite_store_missing(url: str | os.PathLike | None) -> bool:
     """True when ``url`` names a SQLite file that does not exist yet: such a store knows no
     tables, and a reader need not create it just to find that out."""

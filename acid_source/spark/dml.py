@@ -52,10 +52,22 @@ def to_column(value: Any, argument: str) -> Column:
         if not value.strip():
             raise InvalidArgumentError(argument, "the SQL expression is empty")
         try:
+            _parse_now(value)
             return F.expr(value)
         except ParseException as exc:
             raise InvalidArgumentError(argument, f"cannot parse {value!r}: {_first_line(exc)}") from None
     raise InvalidArgumentError(argument, f"expected a SQL string or a Column, got {type(value).__name__}")
+
+
+def _parse_now(text: str) -> None:
+    """Parse with Spark's own SQL parser now (``F.expr`` parses lazily, at analysis), so that
+    a builder reports a malformed condition when it is given."""
+    from pyspark.sql import SparkSession
+
+    spark = SparkSession.getActiveSession()
+    jspark = getattr(spark, "_jsparkSession", None)
+    if jspark is not None:
+        jspark.sessionState().sqlParser().parseExpression(text)
 
 
 def _first_line(exc: Exception) -> str:
@@ -90,6 +102,8 @@ def _analysis(fn, argument: str):
     analysis errors into typed errors naming ``argument``."""
     try:
         return fn()
+    except ParseException as exc:
+        raise InvalidArgumentError(argument, _first_line(exc)) from None
     except AnalysisException as exc:
         message = _first_line(exc)
         if "AMBIGUOUS" in message:
@@ -109,8 +123,11 @@ def target_frame(spark, resolved: ResolvedTable, target: DmlTarget, columns: lis
               .option("includeRowId", "true")
               .option("validWriteIds", str(resolved.write_ids))
               .option("validTxns", str(resolved.txns)))
-    if target.metastore_url is not None:
-        reader = reader.option("metastoreUrl", target.metastore_url)
+    from ..metastore.engine import url_for_workers
+
+    url = url_for_workers(target.metastore_url)
+    if url is not None:
+        reader = reader.option("metastoreUrl", url)
     for key, value in target.storage_options:
         reader = reader.option(f"fs.{key}", str(value))
     return reader.load(resolved.location).withColumnRenamed(READ_ROW_ID, ROW_ID_COLUMN)
