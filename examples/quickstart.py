@@ -4,8 +4,8 @@
    partition - each a transaction committed atomically - and read it at the latest snapshot
    and at an older one (time travel); then append and read from plain Python with AcidTable.
 2. Read a table the way Hive writes it, with an UPDATE and a DELETE (base / delta /
-   delete_delta directories; built here with the test generator tests/hivegen.py, since
-   acidorc's own UPDATE / DELETE helpers are still to come).
+   delete_delta directories; built here with the test generator tests/hivegen.py, file by
+   file, to show the layout). acidorc's own UPDATE / DELETE / MERGE: examples/upsert.py.
 """
 
 from __future__ import annotations
