@@ -121,6 +121,9 @@ def target_frame(spark, resolved: ResolvedTable, target: DmlTarget, columns: lis
     arrow = pa.schema([f for f in full if f.name in wanted or f.name == READ_ROW_ID])
     reader = (spark.read.format(SOURCE_NAME).schema(from_arrow_schema(arrow, prefer_timestamp_ntz=True))
               .option("includeRowId", "true")
+              # safe here (used once, never reused by a later query): partitions are pruned and
+              # stripes skipped by statistics for the statement's condition
+              .option("filterPushdown", "true")
               .option("validWriteIds", str(resolved.write_ids))
               .option("validTxns", str(resolved.txns)))
     from ..metastore.engine import url_for_workers
