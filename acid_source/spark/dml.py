@@ -204,7 +204,7 @@ def write_change_rows(spark, changes: DataFrame, plan: ChangePlan, shape: Change
         insert_key = F.hash(*[F.col(c) for c in _spelled(write.bucket_columns, shape.names)])
     else:
         insert_key = F.hash(*[F.col(n) for n in shape.names])
-    key = F.when(is_delete, F.col(f"{ROW_ID_COLUMN}.bucketId")).otherwise(insert_key)
+    key = F.when(is_delete, _writer_id(F.col(f"{ROW_ID_COLUMN}.bucketId"))).otherwise(insert_key)
     parts = [F.col(c) for c in write.partition_columns]
     routed = changes.repartition(*parts, key)
 
@@ -220,6 +220,14 @@ def write_change_rows(spark, changes: DataFrame, plan: ChangePlan, shape: Change
     except PythonException as exc:
         raise _task_error(exc, plan) from None
     return [pickle.loads(r["result"]) for r in rows]
+
+
+def _writer_id(prop: Column) -> Column:
+    """The writer id in a ROW__ID's bucket property (BucketCodec V1, or V0's plain number): the
+    N of the ``bucket_N`` file its delete event belongs in. Rows of one writer but different
+    statement ids must meet in one task, or two tasks would write the same delete file."""
+    v1 = F.shiftright(prop, 29) != 0
+    return F.when(v1, F.shiftright(prop.bitwiseAND(0x0FFF0000), 16)).otherwise(prop)
 
 
 def _spelled(names, columns: list[str]) -> list[str]:

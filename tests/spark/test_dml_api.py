@@ -166,3 +166,37 @@ def test_insert_only_tables_refuse_dml(spark, tmp_path):
     AcidTable.load(p).append(pa.table({"id": pa.array([1], pa.int64())}))
     with pytest.raises(UnsupportedOperationError, match="insert-only"):
         AcidTable.forPath(spark, p).delete("id = 1")
+
+
+def test_rows_of_one_writer_in_several_statements_share_one_delete_file(spark, tmp_path):
+    """Hive writes one write id in several statement directories (delta_W_W_0000, _0001), whose
+    rows carry the same writer id but different statement ids. Their delete events belong in
+    one delete_delta file: split over two tasks, one task's file would replace the other's."""
+    from hivegen import HiveTable
+
+    from acid_source.metastore import Metastore
+    from acid_source.storage import Storage
+    from acid_source.txn import Transaction
+
+    path = str(tmp_path / "stmts")
+    info = create_table(path, pa.schema([("id", pa.int64())]))
+    store = Metastore(None)
+    txn = Transaction.begin(store, heartbeat="none")
+    write_id = txn.allocate_write_id(info.table_id, Storage(path))
+    hive = HiveTable(tmp_path / "stmts", [("id", "bigint")])
+    for stmt in range(4):
+        hive.insert(write_id, {0: [(stmt * 10 + i,) for i in range(5)]}, stmt=stmt)
+    txn.commit("insert", {info.table_id: [""]})
+    assert AcidTable.load(path).toArrow().num_rows == 20
+    adaptive = spark.conf.get("spark.sql.adaptive.enabled")
+    partitions = spark.conf.get("spark.sql.shuffle.partitions")
+    spark.conf.set("spark.sql.adaptive.enabled", "false")  # no coalescing: every shuffle partition is a task
+    spark.conf.set("spark.sql.shuffle.partitions", "16")
+    try:
+        m = AcidTable.forPath(spark, path).delete("id % 10 < 3")
+    finally:
+        spark.conf.set("spark.sql.adaptive.enabled", adaptive)
+        spark.conf.set("spark.sql.shuffle.partitions", partitions)
+    assert m["numDeletedRows"] == 12 and m["numFilesAdded"] == 1
+    assert sorted(AcidTable.load(path).toArrow().column("id").to_pylist()) == [
+        s * 10 + i for s in range(4) for i in (3, 4)]
