@@ -32,6 +32,7 @@ _LAZY = {
     "configure": "spark.session",
     "get_or_create_session": "spark.session",
     "register": "spark.session",
+    "sql": "spark.sql",
     "create_table": "tables",
     "drop_table": "tables",
 }
@@ -80,4 +81,5 @@ __all__ = [
     "configure",
     "get_or_create_session",
     "register",
+    "sql",
 ]

@@ -75,8 +75,9 @@ def _first_line(exc: Exception) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
-def _assignments(values: Any, columns: list[str], argument: str) -> dict[str, Any]:
-    """``{column: expression}`` checked against the table's columns (case-insensitive)."""
+def _assignments(values: Any, columns: list[str], argument: str, alias: str | None = None) -> dict[str, Any]:
+    """``{column: expression}`` checked against the table's columns (case-insensitive); a key
+    may be qualified with the target's alias (``t.col``), never with another name."""
     if not isinstance(values, Mapping) or not values:
         raise InvalidArgumentError(argument, f"expected a non-empty dict of column -> expression, got {values!r}")
     by_lower = {c.lower(): c for c in columns}
@@ -85,8 +86,12 @@ def _assignments(values: Any, columns: list[str], argument: str) -> dict[str, An
         if not isinstance(key, str):
             raise InvalidArgumentError(argument, f"column names are strings, got {key!r}")
         bare = key.strip().strip("`")
-        if "." in bare and bare.lower() not in by_lower:  # "t.col": the target's alias is allowed
-            bare = bare.rsplit(".", 1)[1].strip("`")
+        if "." in bare and bare.lower() not in by_lower:
+            qualifier, bare = (part.strip("`") for part in bare.rsplit(".", 1))
+            if alias is None or qualifier.lower() != alias.lower():
+                raise SchemaError(f"{argument}: {key!r} does not name a column of the target table"
+                                  + (f" (alias {alias!r})" if alias else "") + "; assign target columns only",
+                                  column=key)
         name = by_lower.get(bare.lower())
         if name is None:
             raise SchemaError(f"{argument}: the table has no column {key!r} (columns: {', '.join(columns)})",
@@ -275,7 +280,7 @@ def spark_update(spark, target: DmlTarget, condition: Any, assignments: Any, ali
 
     def produce(resolved: ResolvedTable, plan: ChangePlan) -> list[ChangeResult]:
         shape = _shape(resolved)
-        values = _assignments(assignments, shape.names, "set")
+        values = _assignments(assignments, shape.names, "set", alias)
         frame = target_frame(spark, resolved, target)
         if alias:
             frame = frame.alias(alias)
@@ -346,7 +351,7 @@ def spark_merge(spark, target: DmlTarget, source: DataFrame, condition: Any, cla
                 side = shape.delete_side(op, parts, frame[ROW_ID_COLUMN])
                 delete_side = F.when(is_i, side) if delete_side is None else delete_side.when(is_i, side)
             if clause.action in ("update", "insert"):
-                values = _clause_values(clause, i, shape.names, marked, old)
+                values = _clause_values(clause, i, shape.names, marked, old, alias)
                 side = shape.insert_side(UPDATE_INSERT if clause.action == "update" else INSERT, values)
                 insert_side = F.when(is_i, side) if insert_side is None else insert_side.when(is_i, side)
         if _checks_cardinality(clauses):  # a matched row no clause acts on still counts once
@@ -369,10 +374,10 @@ def _checks_cardinality(clauses: list[MergeClause]) -> bool:
 
 
 def _clause_values(clause: MergeClause, index: int, columns: list[str], source: DataFrame,
-                   old: Mapping[str, Column]) -> dict[str, Column]:
+                   old: Mapping[str, Column], alias: str | None) -> dict[str, Column]:
     argument = f"clause {index + 1} ({'set' if clause.action == 'update' else 'values'})"
     if clause.values is not None:
-        given = _assignments(clause.values, columns, argument)
+        given = _assignments(clause.values, columns, argument, alias)
         if clause.action == "update":
             return {n: given.get(n, old[n]) for n in columns}
         return given  # INSERT: columns not given are NULL

@@ -50,7 +50,7 @@ def test_delete_with_a_sql_string_and_with_a_column(spark, path):
 
 def test_update_moves_rows_between_partitions_and_counts_them(spark, path):
     t = AcidTable.forPath(spark, path).alias("t")
-    m = t.update("t.id IN (1, 4)", {"n": "t.n * 10 + t.id", "v": F.upper(F.col("v")), "p": "'c'"})
+    m = t.update("t.id IN (1, 4)", {"t.n": "t.n * 10 + t.id", "v": F.upper(F.col("v")), "`p`": "'c'"})
     assert m["numUpdatedRows"] == 2 and m["numDeletedRows"] == 0 and m["numInsertedRows"] == 0
     assert m["partitions"] == ["p=a", "p=b", "p=c"]
     assert rows_at(path) == [(0, "v0", 0, "a"), (1, "V1", 11, "c"), (2, "v2", None, "a"), (3, "v3", 3, "a"),
@@ -154,6 +154,8 @@ def test_errors_name_the_problem_and_leave_the_table_alone(spark, path):
         t.update("id = 1", {"n": "array(1, 2)"})
     with pytest.raises(InvalidArgumentError, match="set"):
         t.update("id = 1", set={})
+    with pytest.raises(SchemaError, match="target columns only"):
+        t.alias("t").update("id = 1", {"s.v": "'x'"})
     with pytest.raises(InvalidArgumentError, match="conflictDetection"):
         AcidTable.forPath(spark, path, conflictDetection="table")
     assert listing(path) == files
