@@ -140,6 +140,7 @@ EXAMPLES = {
     errors.ConflictError: (("lost",), {"txn_id": 8, "committed_txn_id": 7, "location": "/w/t",
                                        "partition": "ds=1"}),
     errors.UnsupportedOperationError: (("streaming read", "not available yet"), {}),
+    errors.MergeCardinalityError: (("t.id = s.id", "/w/t", "(writeId 1, bucketId 536870912, rowId 0)"), {}),
 }
 
 
