@@ -195,13 +195,17 @@ class ConflictError(AcidError):
     """A concurrent commit changed the data this transaction read; it was aborted.
 
     The losing side of a write conflict; retrying the whole operation on a fresh snapshot is
-    the remedy.
+    the remedy. ``location`` and ``partition`` name the data object ("" for an unpartitioned
+    table), ``committed_txn_id`` / ``committed_write_id`` the winning commit (its write id on
+    this table; None for a commit without one, e.g. a compaction), and ``row_id`` the row
+    both changed, as (originalTransaction, bucket, rowId), when row-level detection found one.
     """
 
     def __init__(self, message: str, *, txn_id: int | None = None, committed_txn_id: int | None = None,
-                 location: str | None = None, partition: str | None = None):
-        self.txn_id, self.committed_txn_id = txn_id, committed_txn_id
-        self.location, self.partition = location, partition
+                 location: str | None = None, partition: str | None = None,
+                 committed_write_id: int | None = None, row_id: tuple[int, int, int] | None = None):
+        self.txn_id, self.committed_txn_id, self.committed_write_id = txn_id, committed_txn_id, committed_write_id
+        self.location, self.partition, self.row_id = location, partition, row_id
         super().__init__(message)
 
 

@@ -30,6 +30,7 @@ from .storage import Storage
 
 if TYPE_CHECKING:  # the store (SQLAlchemy) is imported only where it is used: a TransactionRef
     from .metastore import Metastore  # travels through Spark's workers
+    from .metastore.transactions import Recheck
 
 ENV_URL = "ACIDORC_METASTORE_URL"  # = acid_source.metastore.engine.ENV_URL
 
@@ -148,16 +149,24 @@ class Transaction:
         """What a context-managed transaction commits on a clean exit."""
         self._pending = (operation, {k: list(v) for k, v in touched.items()})
 
-    def commit(self, operation: str, touched: Mapping[int, Iterable[str]]) -> None:
+    def commit(self, operation: str, touched: Mapping[int, Iterable[str]], *,
+               checked_through: int | None = None) -> "Recheck | None":
         """Commit; on :class:`ConflictError` the store has aborted it and its files are removed.
 
         When the answer to COMMIT is lost, the store is asked what happened: committed counts
         as success; files are removed only once the store says the transaction is aborted.
+
+        ``checked_through`` (an UPDATE / DELETE / MERGE under the row-level rule) is passed to
+        the store: when it refuses the commit, its :class:`Recheck` is returned and the
+        transaction stays open (check those commits, then commit again). Otherwise None.
         """
         self._require_open("commit")
         crash_point("commit.before_store")
         try:
-            self.metastore.commit(self.txn_id, touched=touched, operation=operation)
+            recheck = self.metastore.commit(self.txn_id, touched=touched, operation=operation,
+                                            checked_through=checked_through)
+            if recheck is not None:
+                return recheck  # nothing changed in the store: still open
             crash_point("commit.after_store")
         except ConflictError:
             self._finish(ABORTED)
@@ -166,13 +175,14 @@ class Transaction:
             outcome = self._outcome()
             if outcome == COMMITTED:
                 self._finish(COMMITTED)
-                return
+                return None
             if outcome == OPEN:
                 self.abort(f"commit failed: {exc}")
             elif outcome == ABORTED:
                 self._finish(ABORTED)
             raise
         self._finish(COMMITTED)
+        return None
 
     def abort(self, reason: str = "") -> None:
         """Abort and remove what the transaction wrote. If the store cannot be reached, the

@@ -10,8 +10,9 @@ import pyarrow as pa
 import pytest
 
 from acid_source import create_table
-from acid_source.errors import MetastoreError, TransactionStateError
+from acid_source.errors import ConflictError, MetastoreError, TransactionStateError
 from acid_source.metastore import Metastore
+from acid_source.metastore.transactions import Recheck
 from acid_source.storage import Storage
 from acid_source.table import AcidTable
 from acid_source.txn import Transaction, TransactionRef
@@ -163,3 +164,69 @@ def test_appends_heartbeat_from_the_driver_not_from_tasks(tmp_path, monkeypatch)
 
     t.append(slow_source())
     assert seen == [True] and t.scan().count() == 2
+
+
+# --- conflicts and the row-level rule (checked_through) -------------------------------------
+def _commit_other(store, table_id: int, operation: str) -> int:
+    other = store.open_transaction()
+    store.allocate_write_id(other, table_id)
+    store.commit(other, touched={table_id: [""]}, operation=operation)
+    return other
+
+
+def test_a_write_id_order_conflict_aborts_and_removes_the_files(store, table):
+    """An insert holding a lower write id than an overwrite that committed first would be
+    hidden by the overwrite's base: the commit fails and the insert's files go."""
+    info, storage = table
+    txn = Transaction.begin(store, heartbeat="none")
+    w = txn.allocate_write_id(info.table_id, storage)
+    path = _dir(storage, w)
+    txn.record_written(info.table_id, [path])
+    winner = _commit_other(store, info.table_id, "insert_overwrite")
+    with pytest.raises(ConflictError, match="retry the insert") as err:
+        txn.commit("insert", {info.table_id: [""]})
+    assert err.value.committed_txn_id == winner and err.value.committed_write_id == w + 1
+    assert txn.state == "aborted" and store.txn_state(txn.txn_id) == "aborted"
+    assert not storage.exists(path)
+
+
+def test_checked_through_refusal_returns_a_recheck_and_keeps_everything(store, table):
+    info, storage = table
+    txn = Transaction.begin(store, heartbeat="none")
+    w = txn.allocate_write_id(info.table_id, storage)
+    path = _dir(storage, w)
+    txn.record_written(info.table_id, [path])
+    seq, _ = store.commits_since(info.table_id, [""], store.txn_info(txn.txn_id)["start_seq"])
+    late = _commit_other(store, info.table_id, "update")  # after the caller's check
+    recheck = txn.commit("delete", {info.table_id: [""]}, checked_through=seq)
+    assert isinstance(recheck, Recheck) and [c["txn_id"] for c in recheck.commits] == [late]
+    assert txn.state == "open" and store.txn_state(txn.txn_id) == "open" and storage.exists(path)
+    assert txn.commit("delete", {info.table_id: [""]}, checked_through=recheck.through_seq) is None
+    assert txn.state == "committed" and store.txn_state(txn.txn_id) == "committed" and storage.exists(path)
+
+
+def test_checked_through_conflict_aborts_and_removes_the_files(store, table):
+    info, storage = table
+    txn = Transaction.begin(store, heartbeat="none")
+    w = txn.allocate_write_id(info.table_id, storage)
+    path = _dir(storage, w)
+    txn.record_written(info.table_id, [path])
+    seq, _ = store.commits_since(info.table_id, [""], store.txn_info(txn.txn_id)["start_seq"])
+    winner = _commit_other(store, info.table_id, "insert_overwrite")
+    with pytest.raises(ConflictError) as err:
+        txn.commit("update", {info.table_id: [""]}, checked_through=seq)
+    assert err.value.committed_txn_id == winner
+    assert txn.state == "aborted" and not storage.exists(path)
+
+
+def test_checked_through_with_a_lost_answer_is_resolved_by_asking_the_store(tmp_path, table):
+    info, storage = table
+    url = f"sqlite:///{tmp_path}/store.db"
+    txn = Transaction.begin(LostAnswer(url), heartbeat="none")
+    w = txn.allocate_write_id(info.table_id, storage)
+    path = _dir(storage, w)
+    txn.record_written(info.table_id, [path])
+    seq, _ = txn.metastore.commits_since(info.table_id, [""], 0)
+    assert txn.commit("merge", {info.table_id: [""]}, checked_through=seq) is None
+    assert txn.state == "committed" and storage.exists(path)
+    assert Metastore(url).txn_info(txn.txn_id)["operation"] == "merge"

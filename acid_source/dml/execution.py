@@ -18,18 +18,23 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..errors import InvalidArgumentError, TableNotRegisteredError, UnsupportedOperationError
+from ..faults import pause_point
 from ..layout.table_dirs import convert_partition_value
 from ..resolve import open_store, resolve_table
 from ..scan.resolved import ResolvedTable
 from ..txn import Transaction
 from ..writes import plan_for_table
 from .events import DELETE, INSERT, UPDATE_INSERT, ChangePlan, ChangeResult
+from .row_conflicts import commit_with_row_conflicts
 
-CONFLICT_MODES = ("object",)
+CONFLICT_MODES = ("object", "row")
 
 
 def conflict_mode(value: str | None) -> str:
-    """``"object"``: Hive's rule, the default."""
+    """The conflict detection of a DML: ``"object"`` (Hive's rule, the default: it fails when
+    its data object changed after it started) or ``"row"`` (it fails only when a commit after
+    its snapshot deleted or updated one of the same rows, or overwrote its data object;
+    :mod:`acid_source.dml.row_conflicts`)."""
     if value is None:
         return "object"
     mode = str(value).strip().lower()
@@ -84,10 +89,14 @@ def run_dml(target: DmlTarget, operation: str, produce: Producer, *,
     touched = sorted({f.partition for r in results for f in r.files})
     try:
         txn.record_written(info.table_id, [d for r in results for d in r.directories])
+        pause_point("dml.before_commit")  # tests hold a DML here to commit another job first
     except BaseException as exc:
         txn.abort(f"{operation} failed: {exc}")
         raise
-    txn.commit(operation, {info.table_id: touched})
+    if target.conflict_detection == "row":
+        commit_with_row_conflicts(txn, operation, info.table_id, resolved, write_id, touched)
+    else:
+        txn.commit(operation, {info.table_id: touched})
     metrics["writeId"] = write_id
     metrics["partitions"] = touched
     return metrics

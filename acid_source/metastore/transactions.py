@@ -11,8 +11,9 @@ from __future__ import annotations
 import os
 import socket
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import and_, insert, or_, select, update
 
 from ..errors import ConflictError, InvalidArgumentError
 from .base import ABORTED, COMMITTED, OPEN, StoreBase, as_id, as_seconds, chunks
@@ -22,8 +23,37 @@ from .schema import tables, txn_components, txn_write_ids, txns
 OPERATIONS = ("insert", "insert_overwrite", "update", "delete", "merge", "compaction")
 #: Operations that fail when a data object they touched changed after they started.
 CONFLICT_CHECKED = frozenset({"update", "delete", "merge", "compaction"})
+#: The row-changing operations (DML): their delete events are keyed by ROW__ID.
+DML_OPERATIONS = frozenset({"update", "delete", "merge"})
+#: Commits that never make a DML fail: a compaction keeps every row's ROW__ID, so delete
+#: events planned before it still find their rows after it.
+NEVER_FAIL_DML = frozenset({"compaction"})
+#: In row-level mode, the commits that fail a later DML on the same data object outright.
+REPLACES_ROWS = frozenset({"insert_overwrite"})
+#: Commits outside the write-id order rule (:meth:`TransactionsMixin._write_id_order_conflict`):
+#: a compaction's base holds every write id below it already.
+NO_WRITE_ID_ORDER = frozenset({"compaction"})
 
 _CONFLICT_REASON = "write conflict on "
+
+
+@dataclass(frozen=True)
+class Recheck:
+    """A row-level commit refused, not aborted: DML commits on its data objects arrived after
+    the commit sequence number its rows were checked through. Check ``commits`` (as
+    :meth:`TransactionsMixin.commits_since` lists them), then commit again with
+    ``checked_through=through_seq``."""
+
+    through_seq: int
+    commits: list[dict]
+
+
+class _Refused(Exception):
+    """Raised inside a commit's database transaction to roll it back; never escapes."""
+
+    def __init__(self, recheck: Recheck):
+        self.recheck = recheck
+        super().__init__("refused")
 
 
 def _object_label(location: str, partition: str) -> str:
@@ -107,14 +137,33 @@ class TransactionsMixin(StoreBase):
         self._run(op, write=True, what=f"heartbeat transaction {txn_id}")
 
     def commit(self, txn_id: int, *, touched: Mapping[int, Iterable[str]] | None = None,
-               operation: str = "insert") -> None:
+               operation: str = "insert", checked_through: int | None = None) -> Recheck | None:
         """Commit: every write id of the transaction becomes valid, atomically.
 
         ``touched`` maps table id -> data objects written ("" for an unpartitioned table, else a
         partition path such as ``ds=2024-01-01``). For ``update``, ``delete``, ``merge`` and
         ``compaction``, a data object changed by a commit after this transaction started is a
-        write conflict: the transaction is aborted and :class:`ConflictError` raised. Inserts
-        and overwrites never fail for that reason.
+        write conflict: the transaction is aborted and :class:`ConflictError` raised (naming the
+        data object and the winner's transaction and write id). Inserts and overwrites never
+        fail for that reason, and a compaction never fails an update, delete or merge (it keeps
+        row ids, so their delete events still apply).
+
+        Every operation but a compaction also fails (aborted, :class:`ConflictError`) when a
+        commit after it started holds a higher write id on one of its data objects and the two
+        would come out wrong because readers order directories by write id, not by commit
+        order: an ``insert_overwrite`` would not replace that commit's rows (they sit above its
+        base), and anything under a committed ``insert_overwrite``'s higher base would be hidden
+        for ever. Hive prevents both with an exclusive lock taken before write ids are
+        allocated; without a lock manager the later committer fails, and a retry (with a new,
+        higher write id) succeeds.
+
+        ``checked_through`` (update, delete, merge only) asks for the row-level rule instead:
+        the caller has compared its delete events with those of every commit on its data
+        objects up to that commit sequence number (:meth:`commits_since`) and found no common
+        row. Here, atomically, an overwrite of one of its data objects after that point aborts
+        it with :class:`ConflictError`; update, delete or merge commits after that point make
+        the call return a :class:`Recheck` without committing or aborting anything (check
+        those, then call again). Otherwise it commits and returns None.
 
         When the database reports an error after the COMMIT took effect (a lost connection, a
         lock error), the call is run again and finds the transaction committed with this
@@ -127,6 +176,11 @@ class TransactionsMixin(StoreBase):
         op_name = str(operation).strip().lower()
         if op_name not in OPERATIONS:
             raise InvalidArgumentError("operation", f"expected one of {', '.join(OPERATIONS)}, got {operation!r}")
+        if checked_through is not None:
+            if op_name not in DML_OPERATIONS:
+                raise InvalidArgumentError("checked_through", f"the row-level rule applies to "
+                                           f"{', '.join(sorted(DML_OPERATIONS))}, not to {op_name}")
+            checked_through = as_id(checked_through, "checked_through")
         objects = _touched_objects(touched)
         attempts = 0
 
@@ -136,7 +190,7 @@ class TransactionsMixin(StoreBase):
             if attempts > 1:
                 row = self._txn_row(conn, txn_id, lock=False)
                 if row.state != OPEN:  # final: an earlier attempt may have finished the work
-                    return self._earlier_outcome(conn, row, op_name, objects)
+                    return self._earlier_outcome(conn, row, op_name, objects, checked_through)
             # first statement: on server databases this row lock serializes commits, so the
             # conflict check below sees every commit that precedes ours
             seq = self._next(conn, "commit_seq")
@@ -144,12 +198,15 @@ class TransactionsMixin(StoreBase):
             self._require_open(row, "commit")
             locations = {tid: self._table_row(conn, tid).location for tid in objects}
             now = self.clock()
-            if op_name in CONFLICT_CHECKED:
-                conflict = self._conflict(conn, row, op_name, objects, locations)
-                if conflict is not None:
-                    reason, error = conflict
-                    self._set_aborted(conn, [txn_id], now, reason)
-                    return error
+            conflict = self._conflict(conn, row, op_name, objects, locations, checked_through)
+            if conflict is not None:
+                reason, error = conflict
+                self._set_aborted(conn, [txn_id], now, reason)
+                return error
+            if checked_through is not None:  # a DML under the row-level rule
+                newer = self._commits_touching(conn, objects, max(row.start_seq, checked_through), DML_OPERATIONS)
+                if newer:  # rolls this database transaction back: nothing changes
+                    raise _Refused(Recheck(seq - 1, newer))
             conn.execute(update(txns).where(txns.c.txn_id == txn_id).values(
                 state=COMMITTED, commit_seq=seq, ended_at=now, operation=op_name))
             rows = [{"txn_id": txn_id, "table_id": tid, "partition_path": p} for tid, ps in objects.items() for p in ps]
@@ -157,11 +214,59 @@ class TransactionsMixin(StoreBase):
                 conn.execute(insert(txn_components), chunk)
             return None
 
-        conflict = self._run(op, write=True, what=f"commit transaction {txn_id}")
+        try:
+            conflict = self._run(op, write=True, what=f"commit transaction {txn_id}")
+        except _Refused as refused:
+            return refused.recheck
         if conflict is not None:
             raise conflict  # only now: the abort is durable
+        return None
 
-    def _earlier_outcome(self, conn, row, op_name: str, objects: dict[int, list[str]]):
+    def commits_since(self, table_id: int, partitions: Iterable[str], after_seq: int, *,
+                      operations: Iterable[str] | None = None) -> tuple[int, list[dict]]:
+        """``(S, commits)``: S is the commit sequence number now, and ``commits`` the committed
+        transactions numbered above ``after_seq`` that touched one of ``partitions`` of the
+        table ("" for an unpartitioned table), oldest first, optionally only ``operations``:
+        one dict per (transaction, partition) with ``txn_id``, ``commit_seq``, ``operation``,
+        ``write_id`` (on this table; None for a commit without one, e.g. a compaction) and
+        ``partition``. What row-level conflict detection compares its rows with."""
+        table_id = as_id(table_id, "table_id")
+        after_seq = as_id(after_seq, "after_seq")
+        objects = _touched_objects({table_id: partitions})
+        ops = None if operations is None else frozenset(str(o).strip().lower() for o in operations)
+        if ops is not None and not ops <= set(OPERATIONS):
+            raise InvalidArgumentError("operations", f"expected some of {', '.join(OPERATIONS)}, "
+                                       f"got {sorted(ops - set(OPERATIONS))}")
+
+        def op(conn):
+            self._table_row(conn, table_id)
+            return self._current(conn, "commit_seq"), self._commits_touching(conn, objects, after_seq, ops)
+
+        return self._run(op, write=False, what=f"list the commits on table {table_id}")
+
+    @staticmethod
+    def _commits_touching(conn, objects: dict[int, list[str]], after_seq: int,
+                          operations: frozenset | None) -> list[dict]:
+        found = []
+        for tid, parts in objects.items():
+            for chunk in chunks(parts):
+                stmt = (select(txns.c.txn_id, txns.c.commit_seq, txns.c.operation, txn_write_ids.c.write_id,
+                               txn_components.c.partition_path)
+                        .join(txn_components, txn_components.c.txn_id == txns.c.txn_id)
+                        .outerjoin(txn_write_ids, and_(txn_write_ids.c.txn_id == txns.c.txn_id,
+                                                       txn_write_ids.c.table_id == tid))
+                        .where(txns.c.state == COMMITTED, txns.c.commit_seq > after_seq,
+                               txn_components.c.table_id == tid, txn_components.c.partition_path.in_(chunk)))
+                if operations is not None:
+                    stmt = stmt.where(txns.c.operation.in_(sorted(operations)))
+                found += [{"txn_id": r.txn_id, "commit_seq": r.commit_seq, "operation": r.operation,
+                           "write_id": r.write_id, "table_id": tid, "partition": r.partition_path}
+                          for r in conn.execute(stmt)]
+        found.sort(key=lambda c: (c["commit_seq"], c["table_id"], c["partition"]))
+        return found
+
+    def _earlier_outcome(self, conn, row, op_name: str, objects: dict[int, list[str]],
+                         checked_through: int | None = None):
         """On a re-run of :meth:`commit`: None if the transaction is committed exactly as asked,
         the :class:`ConflictError` if it was aborted for a conflict, else the state error."""
         if row.state == COMMITTED and row.operation == op_name:
@@ -170,43 +275,90 @@ class TransactionsMixin(StoreBase):
                 .where(txn_components.c.txn_id == row.txn_id))}
             if recorded == {(tid, p) for tid, ps in objects.items() for p in ps}:
                 return None
-        if (row.state == ABORTED and op_name in CONFLICT_CHECKED
-                and (row.abort_reason or "").startswith(_CONFLICT_REASON)):
+        if row.state == ABORTED and (row.abort_reason or "").startswith(_CONFLICT_REASON):
             locations = {r.table_id: r.location for r in conn.execute(
                 select(tables.c.table_id, tables.c.location).where(tables.c.table_id.in_(list(objects))))}
             if set(locations) == set(objects):
-                conflict = self._conflict(conn, row, op_name, objects, locations)
+                conflict = self._conflict(conn, row, op_name, objects, locations, checked_through)
                 if conflict is not None:
                     return conflict[1]
         self._require_open(row, "commit")  # raises: it is committed or aborted
 
-    def _conflict(self, conn, row, op_name: str, objects: dict[int, list[str]],
-                  locations: dict[int, str]) -> tuple[str, ConflictError] | None:
-        """The abort reason and error when a commit after ``row`` started changed ``objects``."""
-        conflict = self._find_conflict(conn, row.start_seq, objects)
-        if conflict is None:
+    def _conflict(self, conn, row, op_name: str, objects: dict[int, list[str]], locations: dict[int, str],
+                  checked_through: int | None = None) -> tuple[str, ConflictError] | None:
+        """The abort reason and error when a commit after ``row`` started conflicts with this
+        one on ``objects``: by the object rule (update, delete, merge, compaction; with
+        ``checked_through``, only an overwrite after that point) or by the write-id order rule
+        (every operation but a compaction). The earliest such commit is named, so a re-run
+        after a lost answer (later commits come after it) names the same one."""
+        found = []  # (commit_seq, rule, txn id, operation, table id, partition)
+        if op_name in CONFLICT_CHECKED:
+            if checked_through is not None:
+                hit = self._find_conflict(conn, max(row.start_seq, checked_through), objects, only=REPLACES_ROWS)
+            else:
+                hit = self._find_conflict(conn, row.start_seq, objects,
+                                          ignore=NEVER_FAIL_DML if op_name in DML_OPERATIONS else frozenset())
+            if hit is not None:
+                found.append((hit[0], 0, *hit[1:]))
+        ours: dict[int, int] = {}
+        if op_name not in NO_WRITE_ID_ORDER:
+            ours = {r.table_id: r.write_id for r in conn.execute(
+                select(txn_write_ids.c.table_id, txn_write_ids.c.write_id).where(txn_write_ids.c.txn_id == row.txn_id))}
+            hit = self._find_conflict(conn, row.start_seq, objects, above=ours,
+                                      ignore=NO_WRITE_ID_ORDER if op_name in REPLACES_ROWS else frozenset(),
+                                      only=None if op_name in REPLACES_ROWS else REPLACES_ROWS)
+            if hit is not None:
+                found.append((hit[0], 1, *hit[1:]))
+        if not found:
             return None
-        other, tid, part = conflict
-        reason = f"{_CONFLICT_REASON}{_object_label(locations[tid], part)} committed by [txnid:{other}]"
+        _, rule, other, other_op, tid, part = min(found)
+        write_id = conn.execute(select(txn_write_ids.c.write_id).where(
+            txn_write_ids.c.txn_id == other, txn_write_ids.c.table_id == tid)).scalar()
+        winner = f"[txnid:{other}]" + (f" ({other_op}, write id {write_id})" if write_id is not None
+                                       else f" ({other_op})")
+        reason = f"{_CONFLICT_REASON}{_object_label(locations[tid], part)} committed by {winner}"
+        if rule == 0:
+            remedy = f"the {op_name} must be retried on a fresh snapshot"
+        else:
+            effect = (f"this {op_name} would be hidden by its base for ever" if other_op in REPLACES_ROWS
+                      else f"this {op_name} would not overwrite its rows")
+            reason += (f": it committed first with the higher write id {write_id} (this transaction has "
+                       f"{ours[tid]}), and a base directory of a higher write id hides lower ones, so {effect}")
+            remedy = f"retry the {op_name}: a new attempt gets a higher write id and succeeds"
         return reason, ConflictError(
-            f"Aborting [txnid:{row.txn_id}] due to a {reason}; the {op_name} must be retried on a fresh "
-            "snapshot", txn_id=row.txn_id, committed_txn_id=other, location=locations[tid], partition=part)
+            f"Aborting [txnid:{row.txn_id}] due to a {reason}; {remedy}", txn_id=row.txn_id,
+            committed_txn_id=other, committed_write_id=write_id, location=locations[tid], partition=part)
 
     @staticmethod
-    def _find_conflict(conn, start_seq: int, objects: dict[int, list[str]]):
-        """The first commit after ``start_seq`` that changed one of ``objects``."""
+    def _find_conflict(conn, start_seq: int, objects: dict[int, list[str]], *, ignore: frozenset = frozenset(),
+                       only: frozenset | None = None, above: Mapping[int, int] | None = None):
+        """The first commit after ``start_seq`` that changed one of ``objects`` (commits of
+        operations in ``ignore`` do not count; with ``only``, only those operations count; with
+        ``above``, only commits holding a write id above ``above[table id]`` on that table, and
+        none on a table missing from it): (commit seq, txn id, operation, table id, partition)
+        or None."""
         best = None
         for tid, parts in objects.items():
+            if above is not None and tid not in above:
+                continue
             for chunk in chunks(parts):
-                found = conn.execute(
-                    select(txns.c.txn_id, txns.c.commit_seq, txn_components.c.partition_path)
-                    .join(txn_components, txn_components.c.txn_id == txns.c.txn_id)
-                    .where(txns.c.state == COMMITTED, txns.c.commit_seq > start_seq,
-                           txn_components.c.table_id == tid, txn_components.c.partition_path.in_(chunk))
-                    .order_by(txns.c.commit_seq, txn_components.c.partition_path).limit(1)).first()
+                stmt = (select(txns.c.txn_id, txns.c.commit_seq, txns.c.operation, txn_components.c.partition_path)
+                        .join(txn_components, txn_components.c.txn_id == txns.c.txn_id)
+                        .where(txns.c.state == COMMITTED, txns.c.commit_seq > start_seq,
+                               txn_components.c.table_id == tid, txn_components.c.partition_path.in_(chunk)))
+                if above is not None:
+                    stmt = stmt.join(txn_write_ids, and_(txn_write_ids.c.txn_id == txns.c.txn_id,
+                                                         txn_write_ids.c.table_id == tid,
+                                                         txn_write_ids.c.write_id > above[tid]))
+                if ignore:
+                    stmt = stmt.where(or_(txns.c.operation.is_(None), txns.c.operation.notin_(sorted(ignore))))
+                if only is not None:
+                    stmt = stmt.where(txns.c.operation.in_(sorted(only)))
+                found = conn.execute(stmt.order_by(txns.c.commit_seq, txn_components.c.partition_path)
+                                     .limit(1)).first()
                 if found is not None and (best is None or found.commit_seq < best[0]):
-                    best = (found.commit_seq, found.txn_id, tid, found.partition_path)
-        return None if best is None else best[1:]
+                    best = (found.commit_seq, found.txn_id, found.operation, tid, found.partition_path)
+        return best
 
     def abort(self, txn_id: int, reason: str = "") -> None:
         """Abort: its write ids become aborted (invisible for good). Aborting an aborted

@@ -352,11 +352,13 @@ def _start(ms, table_id):
 @pytest.mark.parametrize("earlier", OPERATIONS)
 def test_conflict_table(ms, table, earlier, later):
     """Two concurrent jobs on one partition: only UPDATE/DELETE/MERGE/compaction committing
-    second fail, whatever committed first."""
+    second fail, except that a compaction never fails an UPDATE/DELETE/MERGE (it keeps row
+    ids). The first committer started first here, so write-id order agrees with commit order
+    (the other order: tests/metastore/test_conflict_rules.py)."""
     tid = table.table_id
     first, second = _start(ms, tid), _start(ms, tid)
     ms.commit(first, touched={tid: ["ds=1"]}, operation=earlier)
-    if later in CONFLICT_CHECKED:
+    if later in CONFLICT_CHECKED and not (earlier == "compaction" and later in ("update", "delete", "merge")):
         with pytest.raises(ConflictError) as info:
             ms.commit(second, touched={tid: ["ds=1"]}, operation=later)
         err = info.value
