@@ -53,6 +53,9 @@ class ChangePlan:
     write: WritePlan
     #: the MERGE condition, for the cardinality error; None for UPDATE / DELETE
     merge_condition: str | None = None
+    #: a MERGE whose only WHEN MATCHED clause is an unconditional DELETE may match a target
+    #: row several times (Spark SQL allows it): the row is deleted once
+    repeated_deletes: bool = False
 
 
 @dataclass
@@ -154,7 +157,11 @@ class ChangeWriter:
         order = np.lexsort((r, b, o))
         o, b, r, no_action = o[order], b[order], r[order], no_action[order]
         same = (o[1:] == o[:-1]) & (b[1:] == b[:-1]) & (r[1:] == r[:-1])
-        if same.any():
+        if same.any() and self.plan.repeated_deletes:
+            first = np.concatenate([[True], ~same])
+            result.counts[DELETE] = result.counts.get(DELETE, 0) - int(same.sum())  # each row once
+            o, b, r, no_action = o[first], b[first], r[first], no_action[first]
+        elif same.any():
             i = int(np.flatnonzero(same)[0])
             key = f"(writeId {o[i]}, bucketId {b[i]}, rowId {r[i]})"
             where = f"{self.plan.write.storage.root}/{part}".rstrip("/")

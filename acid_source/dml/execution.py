@@ -58,7 +58,7 @@ Producer = Callable[[ResolvedTable, ChangePlan], list[ChangeResult]]
 
 
 def run_dml(target: DmlTarget, operation: str, produce: Producer, *,
-            merge_condition: str | None = None) -> dict[str, Any]:
+            merge_condition: str | None = None, repeated_deletes: bool = False) -> dict[str, Any]:
     """Run one DML statement on ``target`` and return its metrics."""
     store = open_store(target.metastore_url)
     info = store.find_table(target.location) if store is not None else None
@@ -76,7 +76,7 @@ def run_dml(target: DmlTarget, operation: str, produce: Producer, *,
                                  storage_options=target.storage_options)
         write_id = txn.allocate_write_id(info.table_id, resolved.storage)
         plan = ChangePlan(plan_for_table(info, resolved.storage, write_id, partition_dirs=_partition_dirs(resolved)),
-                          merge_condition=merge_condition)
+                          merge_condition=merge_condition, repeated_deletes=repeated_deletes)
         results = produce(resolved, plan)
     except BaseException as exc:
         txn.abort(f"{operation} failed: {type(exc).__name__}: {exc}")

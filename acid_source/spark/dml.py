@@ -361,7 +361,9 @@ def spark_merge(spark, target: DmlTarget, source: DataFrame, condition: Any, cla
         changes = _analysis(lambda: shape.rows(joined, delete_side, insert_side), "merge clauses")
         return write_change_rows(spark, changes, plan, shape)
 
-    return run_dml(target, "merge", produce, merge_condition=cond_text if _checks_cardinality(clauses) else None)
+    checked = _checks_cardinality(clauses)
+    return run_dml(target, "merge", produce, merge_condition=cond_text if checked else None,
+                   repeated_deletes=not checked)
 
 
 def _checks_cardinality(clauses: list[MergeClause]) -> bool:
