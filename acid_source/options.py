@@ -31,6 +31,8 @@ READ_OPTIONS = {
     "tableType": "auto | full | insert_only",
     "maxSplitBytes": "a bucket larger than this is read by several tasks (e.g. 256m)",
     "partitionFilter": "SQL condition on partition columns; only matching partition directories are read",
+    "rowFilter": "SQL condition the reader applies to every row (Spark SQL syntax and NULL rules, "
+                 "as AcidTable.scan's rowFilter): rows where it is not true are not returned",
     "filterPushdown": "auto | true | false: use filters Spark pushes down (auto: where Spark does it safely)",
     "metastoreUrl": "the transaction store (SQLAlchemy URL); default: $ACIDORC_METASTORE_URL or ~/.acidorc",
 }
@@ -141,6 +143,7 @@ class ReadOptions:
     max_split_bytes: int
     storage_options: tuple
     partition_filter: str | None = None
+    row_filter: str | None = None
     filter_pushdown: str = "auto"
     metastore_url: str | None = None
     version_as_of: int | None = None
@@ -155,6 +158,9 @@ class ReadOptions:
         partition_filter = opts.get("partitionFilter")
         if partition_filter is not None and not partition_filter.strip():
             raise InvalidOptionError("partitionFilter", "is empty")
+        row_filter = opts.get("rowFilter")
+        if row_filter is not None and not row_filter.strip():
+            raise InvalidOptionError("rowFilter", "is empty")
         chosen = [k for k in ("versionAsOf", "timestampAsOf", "validWriteIds") if k in opts]
         if len(chosen) > 1:
             raise InvalidOptionError(chosen[1], f"give only one of versionAsOf, timestampAsOf and validWriteIds "
@@ -170,6 +176,7 @@ class ReadOptions:
             table_type=table_type,
             max_split_bytes=parse_size("maxSplitBytes", opts.get("maxSplitBytes", str(DEFAULT_MAX_SPLIT_BYTES))),
             partition_filter=partition_filter,
+            row_filter=row_filter,
             filter_pushdown=pushdown,
             metastore_url=opts.get("metastoreUrl"),
             storage_options=_storage_options(opts),

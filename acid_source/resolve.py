@@ -156,4 +156,4 @@ def scan_for(options, resolved: ResolvedTable | None = None):
 
     return TableScan(resolved if resolved is not None else resolve_read(options),
                      include_row_id=options.include_row_id, max_split_bytes=options.max_split_bytes,
-                     partition_filter=options.partition_filter)
+                     partition_filter=options.partition_filter, row_filter=options.row_filter)

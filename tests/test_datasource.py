@@ -155,3 +155,15 @@ def test_timestamps_beyond_the_nanosecond_range(spark, tmp_path):
     t.insert(1, {0: [(i, v) for i, v in enumerate(extremes)]})
     rows = spark.read.format("acidorc").load(str(t.root)).orderBy("id").collect()
     assert [r.ts for r in rows] == [v.replace(tzinfo=None) for v in extremes]
+
+
+def test_row_filter_option_drops_rows_in_the_reader(spark, partitioned):
+    df = spark.read.format("acidorc").option("rowFilter", "id >= 3 AND name <> 'n6'").load(str(partitioned))
+    assert sorted(r.id for r in df.collect()) == [3, 5]
+    # NULL is not true: a row whose condition is NULL is dropped
+    nulls = spark.read.format("acidorc").option("rowFilter", "name = NULL OR id = 1").load(str(partitioned))
+    assert [r.id for r in nulls.collect()] == [1]
+    with pytest.raises(Exception, match="rowFilter"):
+        spark.read.format("acidorc").option("rowFilter", "nope = 1").load(str(partitioned)).collect()
+    with pytest.raises(Exception, match="rowFilter"):
+        spark.read.format("acidorc").option("rowFilter", "  ").load(str(partitioned)).collect()

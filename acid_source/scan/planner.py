@@ -33,6 +33,7 @@ class TableScan:
     include_row_id: bool = False
     max_split_bytes: int = DEFAULT_MAX_SPLIT_BYTES
     partition_filter: str | None = None
+    row_filter: str | None = None
 
     def __post_init__(self):
         if self.include_row_id and self.table.kind == INSERT_ONLY:
@@ -88,6 +89,18 @@ class TableScan:
             raise SchemaError(f"{self.table.location}: the table has no column(s) {', '.join(map(repr, unknown))} "
                               f"(columns: {', '.join(self.table.schema().names)})")
 
+    def _compiled_row_filter(self, output_schema: pa.Schema):
+        """Option rowFilter as a pyarrow Expression (compiled here: read tasks never parse SQL)."""
+        if self.row_filter is None:
+            return None
+        from ..errors import InvalidArgumentError
+        from ..expressions import parse_condition
+
+        try:
+            return parse_condition(self.row_filter, output_schema, argument="rowFilter").expression
+        except InvalidArgumentError as exc:
+            raise InvalidOptionError("rowFilter", str(exc).removeprefix("argument 'rowFilter': ")) from None
+
     # --- planning -----------------------------------------------------------------------------
     def plan(self, output_schema: pa.Schema,
              predicates: Sequence[Predicate] = ()) -> tuple[ReadContext, list[BucketSplit]]:
@@ -107,6 +120,7 @@ class TableScan:
             partition_columns=tuple(f.name for f in part_fields),
             include_row_id=self.include_row_id,
             predicates=data_preds,
+            row_filter=self._compiled_row_filter(output_schema),
         )
         splits: list[BucketSplit] = []
         snapshot = str(self.write_ids)

@@ -48,6 +48,8 @@ class SplitReader:
             for visible in self.visibility.rows():
                 shaping = visible.source.path
                 batch = self._shape(visible)
+                if self.ctx.row_filter is not None:
+                    batch = batch.filter(self.ctx.row_filter)
                 shaping = None
                 for offset in range(0, batch.num_rows, MAX_BATCH_ROWS):
                     part = batch.slice(offset, MAX_BATCH_ROWS)

@@ -8,6 +8,7 @@ storage.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import pyarrow as pa
 
@@ -62,6 +63,9 @@ class ReadContext:
     partition_columns: tuple[str, ...]
     include_row_id: bool
     predicates: tuple[Predicate, ...] = field(default=())  # on data columns: stripe skipping
+    #: a pyarrow compute Expression over the output columns (option rowFilter, compiled on the
+    #: driver): rows where it is not true are dropped before they leave the task
+    row_filter: Any = None
 
     @property
     def data_fields(self) -> list[pa.Field]:
