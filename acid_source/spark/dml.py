@@ -123,9 +123,10 @@ def target_frame(spark, resolved: ResolvedTable, target: DmlTarget, columns: lis
     """The target at the DML's snapshot: ``columns`` (all when None), the partition columns
     and the ROW__ID (renamed so that no source column can clash with it).
 
-    When ``condition`` is a SQL string whose pyarrow compilation is exactly Spark's, the reader
-    also drops the rows it does not match (option rowFilter) before they reach the JVM: a 1%
-    DELETE then moves 1% of the rows into Spark. Spark still applies the condition on top."""
+    When ``condition`` is a SQL string the reader can evaluate without ever dropping a row
+    Spark would keep (:func:`~acid_source.expressions.exactness.reader_prefilter`), the reader
+    drops the others (option rowFilter) before they reach the JVM: a 1% DELETE then moves 1%
+    of the rows into Spark. Spark still applies the condition on top."""
     full = resolved.schema(include_row_id=True)
     wanted = set(full.names) if columns is None else set(columns) | set(resolved.partition_columns)
     arrow = pa.schema([f for f in full if f.name in wanted or f.name == READ_ROW_ID])
@@ -155,15 +156,16 @@ def _exact_filter(condition: Any, schema: pa.Schema) -> str | None:
         return None
     from ..errors import AcidError
     from ..expressions import parse_condition
-    from ..expressions.exactness import is_spark_exact
+    from ..expressions.exactness import reader_prefilter
 
-    if not is_spark_exact(condition, schema):
+    prefilter = reader_prefilter(condition, schema)
+    if prefilter is None:
         return None
     try:
-        parse_condition(condition, schema, argument="condition")
+        parse_condition(prefilter, schema, argument="condition")
     except AcidError:
         return None  # Spark reports what is wrong with it
-    return condition
+    return prefilter
 
 
 def condition_columns(condition: Any, columns: list[str]) -> list[str] | None:

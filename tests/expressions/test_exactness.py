@@ -33,3 +33,18 @@ def test_exact(text):
 ])
 def test_not_exact(text):
     assert not is_spark_exact(text, SCHEMA)
+
+
+def test_reader_prefilter_keeps_nan_rows_for_spark():
+    """Spark orders NaN above every number (NaN > 5 is true there, false in IEEE/Arrow): the
+    reader's filter must let NaN through and leave the decision to Spark."""
+    from acid_source.expressions import parse_condition
+    from acid_source.expressions.exactness import reader_prefilter
+
+    text = reader_prefilter("x > 5 AND id < 10", SCHEMA)
+    assert text is not None
+    batch = pa.record_batch({"id": [1, 2, 3, 20], "x": [float("nan"), 6.0, 1.0, float("nan")]})
+    kept = batch.filter(parse_condition(text, batch.schema).expression)
+    assert kept.column("id").to_pylist() == [1, 2, 20]  # 1, 20: NaN, decided by Spark; 2: matches
+    assert reader_prefilter("id < 5", SCHEMA) == "id < 5"
+    assert reader_prefilter("lower(s) = 'a'", SCHEMA) is None

@@ -202,3 +202,15 @@ def test_rows_of_one_writer_in_several_statements_share_one_delete_file(spark, t
     assert m["numDeletedRows"] == 12 and m["numFilesAdded"] == 1
     assert sorted(AcidTable.load(path).toArrow().column("id").to_pylist()) == [
         s * 10 + i for s in range(4) for i in (3, 4)]
+
+
+def test_conditions_keep_spark_semantics_when_the_reader_prefilters(spark, tmp_path):
+    """The reader drops rows a condition does not match before Spark sees them; Spark orders
+    NaN above every number, Arrow does not: a NaN row must still be deleted by x > 5."""
+    p = str(tmp_path / "nan")
+    create_table(p, pa.schema([("id", pa.int64()), ("x", pa.float64())]))
+    AcidTable.load(p).append(pa.table({"id": pa.array([1, 2, 3, 4], pa.int64()),
+                                       "x": [float("nan"), 6.0, 1.0, None]}))
+    m = AcidTable.forPath(spark, p).delete("x > 5")
+    assert m["numDeletedRows"] == 2
+    assert sorted(AcidTable.load(p).toArrow().column("id").to_pylist()) == [3, 4]
