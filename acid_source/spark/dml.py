@@ -36,6 +36,7 @@ from ..dml.events import (
 )
 from ..dml.execution import DmlTarget, run_dml
 from ..errors import InvalidArgumentError, MergeCardinalityError, SchemaError
+from ..metastore.engine import url_for_workers
 from ..scan.resolved import ResolvedTable
 from ..scan.splits import ROW_ID_COLUMN as READ_ROW_ID
 from .datasource import SOURCE_NAME
@@ -130,7 +131,7 @@ def target_frame(spark, resolved: ResolvedTable, target: DmlTarget, columns: lis
     full = resolved.schema(include_row_id=True)
     wanted = set(full.names) if columns is None else set(columns) | set(resolved.partition_columns)
     arrow = pa.schema([f for f in full if f.name in wanted or f.name == READ_ROW_ID])
-    row_filter = _exact_filter(condition, arrow)
+    row_filter = _reader_prefilter(condition, arrow)
     reader = (spark.read.format(SOURCE_NAME).schema(from_arrow_schema(arrow, prefer_timestamp_ntz=True))
               .option("includeRowId", "true")
               # safe here (used once, never reused by a later query): partitions are pruned and
@@ -138,8 +139,6 @@ def target_frame(spark, resolved: ResolvedTable, target: DmlTarget, columns: lis
               .option("filterPushdown", "true")
               .option("validWriteIds", str(resolved.write_ids))
               .option("validTxns", str(resolved.txns)))
-    from ..metastore.engine import url_for_workers
-
     url = url_for_workers(target.metastore_url)
     if url is not None:
         reader = reader.option("metastoreUrl", url)
@@ -150,8 +149,9 @@ def target_frame(spark, resolved: ResolvedTable, target: DmlTarget, columns: lis
     return reader.load(resolved.location).withColumnRenamed(READ_ROW_ID, ROW_ID_COLUMN)
 
 
-def _exact_filter(condition: Any, schema: pa.Schema) -> str | None:
-    """``condition`` if the reader can apply it with exactly Spark SQL's result, else None."""
+def _reader_prefilter(condition: Any, schema: pa.Schema) -> str | None:
+    """What the reader may filter by for ``condition`` (never dropping a row Spark keeps), or
+    None when it must pass every row to Spark."""
     if not isinstance(condition, str):
         return None
     from ..errors import AcidError
