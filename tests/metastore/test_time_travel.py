@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import event
 
-from acid_source.errors import InvalidArgumentError, VersionNotFoundError
+from acid_source.errors import ConflictError, InvalidArgumentError, VersionNotFoundError
 from acid_source.layout.acid_state import get_acid_state
 from acid_source.layout.names import base_dir_name, delta_dir_name
 from acid_source.metastore import Metastore
@@ -230,18 +230,29 @@ def _check_history(ms, tid, root, steps):
     state: dict[int, str] = {}  # write id -> state now
     committed_txns: list[int] = []  # in commit order
     versions: list[tuple[int, tuple, list[int], set[int]]] = []  # (write id, live snapshot, txns, ids)
+    started_after: dict[int, int] = {}  # write id -> number of write commits before it started
+    commits: list[tuple[int, str]] = []  # (write id, operation) of committed writes, in commit order
     for action, k in steps:
         if action in ("insert", "overwrite"):
             txn, w = _writer(ms, tid)
             op = "insert" if action == "insert" else "insert_overwrite"
             open_.append((txn, w, op))
             state[w] = "open"
+            started_after[w] = len(commits)
             (root / (delta_dir_name(w, w, 0) if op == "insert" else base_dir_name(w))).mkdir()
         elif action in ("commit", "abort") and open_:
             txn, w, op = open_.pop(k % len(open_))
-            if action == "commit":
+            # the write-id order rule: an overwrite must not commit below a concurrent higher
+            # write id, nothing below a concurrent overwrite's higher base
+            refused = any(w2 > w and "insert_overwrite" in (op, op2) for w2, op2 in commits[started_after[w]:])
+            if action == "commit" and refused:
+                with pytest.raises(ConflictError, match="higher write id"):
+                    ms.commit(txn, touched={tid: [""]}, operation=op)
+                state[w] = "aborted"
+            elif action == "commit":
                 ms.commit(txn, touched={tid: [""]}, operation=op)
                 state[w] = "committed"
+                commits.append((w, op))
                 committed_txns.append(txn)
                 versions.append((w, ms.snapshot(tid), list(committed_txns),
                                  {v for v, s in state.items() if s == "committed"}))
