@@ -89,7 +89,7 @@ class Transaction:
     metastore: "Metastore"
     txn_id: int
     _heartbeat: HeartbeatThread | None = field(default=None, repr=False)
-    _written: dict[int, tuple[Storage, int, set[str]]] = field(default_factory=dict, repr=False)
+    _written: dict[int, tuple[Storage, int | None, set[str]]] = field(default_factory=dict, repr=False)
     _pending: tuple[str, dict] | None = field(default=None, repr=False)
     state: str = OPEN
 
@@ -134,11 +134,13 @@ class Transaction:
         return write_id
 
     def record_written(self, table_id: int, directories: Iterable[str], *, storage: Storage | None = None,
-                       write_id: int | None = None) -> None:
+                       write_id: int | None = None, no_write_id: bool = False) -> None:
         """Directories this transaction created (removed again if it aborts). A transaction
-        resumed in another process learns its table's storage and write id here."""
+        resumed in another process learns its table's storage and write id here; a compaction,
+        which writes without a write id of its own (its ``_vT`` names carry its txn id), says
+        ``no_write_id=True``."""
         if table_id not in self._written:
-            if storage is None or write_id is None:
+            if storage is None or (write_id is None and not no_write_id):
                 raise TransactionStateError(f"transaction {self.txn_id} has no write id on table {table_id}",
                                             txn_id=self.txn_id, state=self.state)
             self._written[table_id] = (storage, write_id, set())
@@ -225,7 +227,8 @@ class Transaction:
                 storage.remove(directory, recursive=True)
                 crash_point("abort.during_removal")
                 remove_empty_parents(storage, directory)
-            remove_write_id_dirs(storage, write_id)
+            if write_id is not None:
+                remove_write_id_dirs(storage, write_id)
 
     def _require_open(self, doing: str) -> None:
         if self.state != OPEN:

@@ -30,6 +30,11 @@ DML_OPERATIONS = frozenset({"update", "delete", "merge"})
 NEVER_FAIL_DML = frozenset({"compaction"})
 #: In row-level mode, the commits that fail a later DML on the same data object outright.
 REPLACES_ROWS = frozenset({"insert_overwrite"})
+#: The commits after a compaction started that fail it: an overwrite replaced the rows it
+#: compacted, and a second compaction of the same data object would show them twice. Inserts,
+#: updates, deletes and merges never do: their rows and delete events keep their ROW__IDs,
+#: which the compaction's outputs keep too.
+INVALIDATES_COMPACTION = frozenset({"insert_overwrite", "compaction"})
 #: Commits outside the write-id order rule (:meth:`TransactionsMixin._write_id_order_conflict`):
 #: a compaction's base holds every write id below it already.
 NO_WRITE_ID_ORDER = frozenset({"compaction"})
@@ -146,7 +151,9 @@ class TransactionsMixin(StoreBase):
         write conflict: the transaction is aborted and :class:`ConflictError` raised (naming the
         data object and the winner's transaction and write id). Inserts and overwrites never
         fail for that reason, and a compaction never fails an update, delete or merge (it keeps
-        row ids, so their delete events still apply).
+        row ids, so their delete events still apply). For the same reason a compaction itself
+        fails only when an ``insert_overwrite`` or another compaction committed on one of its
+        data objects after it started.
 
         Every operation but a compaction also fails (aborted, :class:`ConflictError`) when a
         commit after it started holds a higher write id on one of its data objects and the two
@@ -288,13 +295,16 @@ class TransactionsMixin(StoreBase):
                   checked_through: int | None = None) -> tuple[str, ConflictError] | None:
         """The abort reason and error when a commit after ``row`` started conflicts with this
         one on ``objects``: by the object rule (update, delete, merge, compaction; with
-        ``checked_through``, only an overwrite after that point) or by the write-id order rule
+        ``checked_through``, only an overwrite after that point; for a compaction, only an
+        overwrite or another compaction) or by the write-id order rule
         (every operation but a compaction). The earliest such commit is named, so a re-run
         after a lost answer (later commits come after it) names the same one."""
         found = []  # (commit_seq, rule, txn id, operation, table id, partition)
         if op_name in CONFLICT_CHECKED:
             if checked_through is not None:
                 hit = self._find_conflict(conn, max(row.start_seq, checked_through), objects, only=REPLACES_ROWS)
+            elif op_name == "compaction":
+                hit = self._find_conflict(conn, row.start_seq, objects, only=INVALIDATES_COMPACTION)
             else:
                 hit = self._find_conflict(conn, row.start_seq, objects,
                                           ignore=NEVER_FAIL_DML if op_name in DML_OPERATIONS else frozenset())

@@ -74,11 +74,12 @@ def apply(rows: set, job: str, who: str) -> set:
 
 
 def later_fails(earlier: str, later: str, mode: str) -> bool:
-    """DESIGN.md's table, plus: a compaction never fails a DML (it keeps row ids); in row mode a
-    DML fails only on a common row (here row 1, when E is a DML) or an overwrite; and the
-    write-id order rule (L holds the lower write id here)."""
+    """DESIGN.md's table, plus: a compaction never fails a DML and is failed only by an
+    overwrite or another compaction (it keeps row ids); in row mode a DML fails only on a common
+    row (here row 1, when E is a DML) or an overwrite; and the write-id order rule (L holds the
+    lower write id here)."""
     if later == "compaction":
-        return True
+        return earlier in ("overwrite", "compaction")
     if later == "dml":
         return earlier in ("overwrite", "dml") if mode == "row" else earlier != "compaction"
     return (earlier, later) in WRITE_ID_ORDER

@@ -1,0 +1,443 @@
+"""One compaction task on an executor: the inputs of one (data object, writer id) in, the
+compacted ``bucket_N`` file(s) out (HIVE_ACID_FORMAT.md 8.1). Executor side: imports nothing
+driver-side (no store, no planner, no SQL parser); the driver's plan
+(:mod:`.compaction_plan`) hands each task everything as a picklable :class:`CompactionTask`.
+
+* **major**, full ACID: the rows the compactor's snapshot sees (read by the scan's own
+  visibility rules, stripe by stripe), written as insert events under the ROW__IDs they have -
+  originals' synthetic ones made permanent - into ``base_N_vT/bucket_N``. The inputs of one
+  writer id, in getAcidState order, are already in ROW__ID order (base, then deltas by write id
+  and statement); the writer verifies it and the task fails loudly if not. ACID v1 data (UPDATE
+  events) is the exception: its winners are sorted in memory, as the ACID v1 merge already
+  holds them there.
+* **minor**, full ACID: every event of the deltas whose write id the snapshot sees, unchanged;
+  deletes into ``delete_delta_MIN_MAX_vT/bucket_N``, the rest into ``delta_MIN_MAX_vT/bucket_N``,
+  k-way merged into Hive's merge order (ROW__ID, then currentTransaction descending) with one
+  stripe per input file in memory.
+* insert-only tables: the rows of the inputs, concatenated into plain ORC ``NNNNNN_0`` files.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import uuid
+from dataclasses import dataclass, field
+from typing import Iterator
+
+import numpy as np
+import pyarrow as pa
+import pyorc.errors
+
+from ..errors import AcidError, CorruptFileError, InvalidArgumentError, StorageError
+from ..layout import bucket_codec
+from ..layout.names import ACID_VERSION_FILE, bucket_file_name
+from ..layout.table_dirs import FULL_ACID, INSERT_ONLY
+from ..layout.writeids import RangeResponse, ValidWriteIdList
+from ..orc.files import EVENT_COLUMNS, OP_DELETE, OrcFile
+from ..orc.writer import InsertFileWriter, KeyedEventWriter, WrittenFile
+from ..scan.reader import SplitReader, convert
+from ..scan.splits import ROW_ID_COLUMN, ROW_ID_TYPE, BucketSplit, FileSlice, ReadContext
+from ..scan.visibility import SplitVisibility, needs_collapse
+from ..storage import Storage
+
+MINOR, MAJOR = "minor", "major"
+KINDS = (MINOR, MAJOR)
+
+# What the libraries underneath raise on a file that holds something unexpected.
+_LIBRARY_ERRORS = (ArithmeticError, AttributeError, LookupError, TypeError, ValueError, RuntimeError,
+                   pa.ArrowException, pyorc.errors.ORCError)
+
+
+@dataclass(frozen=True)
+class CompactionTask:
+    """One (data object, writer id) of a compaction: its inputs, the snapshot that decides
+    which events survive, and where the output goes. Picklable, no live clients."""
+
+    kind: str  # "minor" | "major"
+    table_kind: str  # "full" | "insert_only"
+    storage: Storage
+    partition: str  # "" (unpartitioned) or the partition path relative to the table root
+    partition_path: str  # the data object's directory
+    bucket_id: int  # the writer id: N of every input bucket_N and of the output
+    inserts: tuple[FileSlice, ...]  # major: originals, base, insert deltas; minor: insert deltas
+    deletes: tuple[FileSlice, ...]  # delete deltas
+    write_ids: str  # the compactor's ValidWriteIdList, as Hive serializes it
+    output_dir: str  # base_N_vT (major) or delta_MIN_MAX_vT (minor)
+    delete_output_dir: str | None  # delete_delta_MIN_MAX_vT (minor, full ACID)
+    data_schema: pa.Schema  # the table's non-partition columns
+    compression: str = "zlib"
+    stripe_size: int = 8 * 1024 * 1024
+
+    @property
+    def description(self) -> str:
+        where = self.partition or self.storage.root
+        return f"{self.kind} compaction of {where}, bucket {self.bucket_id}"
+
+
+@dataclass
+class CompactionTaskResult:
+    """What one task read and wrote."""
+
+    partition: str
+    bucket_id: int
+    files: list[WrittenFile] = field(default_factory=list)
+    input_files: int = 0
+    input_rows: int = 0  # events (or plain rows) in the input files
+    output_rows: int = 0
+    rows_deleted: int = 0  # rows a major compaction dropped because they are deleted (or superseded)
+    rows_aborted: int = 0  # events of write ids the compactor's snapshot does not see
+
+    @property
+    def output_bytes(self) -> int:
+        return sum(f.size for f in self.files)
+
+
+def prepare_output_dir(storage: Storage, directory: str, table_kind: str) -> None:
+    """Create an output directory; full-ACID ones get ``_orc_acid_version`` even when they stay
+    empty, as Hive's compactor does (and so that the directory exists on object stores)."""
+    storage.check_inside_root(directory)
+    storage.make_dirs(directory)
+    if table_kind == FULL_ACID:
+        storage.write_if_absent(storage.join(directory, ACID_VERSION_FILE), b"2")
+
+
+def run_tasks(tasks: list[CompactionTask]) -> list[CompactionTaskResult]:
+    """The in-process runner: the tasks one after another."""
+    return [run_task(t) for t in tasks]
+
+
+def run_task(task: CompactionTask) -> CompactionTaskResult:
+    """Write the output of one task; its local staging is gone afterwards whatever happens
+    (directories on the table's storage are the transaction's to remove on abort)."""
+    staging = tempfile.mkdtemp(prefix=f"acidorc-compact-{os.getpid()}-")
+    current: list[str] = []  # the input being read, for error messages
+    try:
+        if task.table_kind == INSERT_ONLY:
+            return _insert_only(task, staging)
+        if task.kind == MAJOR:
+            return _major(task, staging, current)
+        return _minor(task, staging, current)
+    except AcidError:
+        raise
+    except OSError as exc:
+        raise StorageError(task.partition_path, f"{task.description} failed: {exc}") from exc
+    except _LIBRARY_ERRORS as exc:
+        path = current[-1] if current else task.partition_path
+        raise CorruptFileError(path, f"{task.description}: {type(exc).__name__}: {exc}") from exc
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+# --- major, full ACID ----------------------------------------------------------------------------
+def _major(task: CompactionTask, staging: str, current: list[str]) -> CompactionTaskResult:
+    result = _result(task)
+    schema = pa.schema(list(task.data_schema) + [pa.field(ROW_ID_COLUMN, ROW_ID_TYPE)])
+    ctx = ReadContext(storage=task.storage, table_kind=FULL_ACID, output_schema=schema, partition_columns=(),
+                      include_row_id=True)
+    split = BucketSplit(task.partition_path, (), task.bucket_id, task.inserts, task.deletes, task.write_ids)
+    reader = SplitReader(split, ctx)
+    write_ids = ValidWriteIdList.parse(task.write_ids)
+    result.rows_aborted = sum(_invalid_events(task.storage, s, write_ids, current) for s in task.inserts)
+    batches: Iterator[pa.RecordBatch] = reader.batches()
+    if any(s.dir_kind == "delta" and needs_collapse(OrcFile(task.storage, s.path, s.length)) for s in task.inserts):
+        batches = iter(_sorted_by_row_id(list(batches)))  # ACID v1: the merge holds every delta event anyway
+    names = [f.name for f in task.data_schema]
+    out = _Output(task, staging, task.output_dir, unique_keys=True)
+    try:
+        for batch in batches:
+            out.writer().write_rows(batch.column(ROW_ID_COLUMN), batch.select(names))
+    except InvalidArgumentError as exc:
+        where = reader.visibility.current_path or task.partition_path
+        raise CorruptFileError(where, f"{task.description}: the inputs are not in ROW__ID order, as Hive "
+                                      f"requires of every ACID file: {exc}") from None
+    out.finish(result)
+    result.rows_deleted = reader.metrics.rows_hidden - result.rows_aborted
+    return result
+
+
+def _sorted_by_row_id(batches: list[pa.RecordBatch]) -> list[pa.RecordBatch]:
+    if not batches:
+        return []
+    table = pa.Table.from_batches(batches).combine_chunks()
+    rid = table.column(ROW_ID_COLUMN).chunk(0) if table.num_rows else None
+    if rid is None:
+        return []
+    o, b, r = (np.asarray(rid.field(i).to_numpy(zero_copy_only=False)) for i in range(3))
+    return table.take(pa.array(np.lexsort((r, b, o)))).to_batches()
+
+
+def _invalid_events(storage: Storage, s: FileSlice, write_ids: ValidWriteIdList, current: list[str]) -> int:
+    """Events of an input file whose write id the compactor's snapshot does not see (only files
+    whose directory name admits such events are read for it)."""
+    if s.dir_kind == "base" and write_ids.is_valid_base(s.max_write_id):
+        return 0
+    if s.dir_kind in ("delta", "delete_delta") and write_ids.is_write_id_range_valid(
+            s.min_write_id, s.max_write_id) is RangeResponse.ALL:
+        return 0
+    if s.dir_kind == "original":
+        return 0
+    current.append(s.path)
+    f = OrcFile(storage, s.path, s.length)
+    if not f.is_acid:  # a raw file loaded into a base or delta: all of its write id, or none
+        return 0 if write_ids.is_write_id_valid(s.min_write_id) else f.num_rows
+    invalid = 0
+    for i in range(f.num_stripes):
+        c = f.read_stripe(i, columns=["currentTransaction"]).column(0).to_numpy(zero_copy_only=False)
+        invalid += int(np.count_nonzero(~write_ids.valid_mask(c)))
+    return invalid
+
+
+# --- minor, full ACID ----------------------------------------------------------------------------
+def _minor(task: CompactionTask, staging: str, current: list[str]) -> CompactionTaskResult:
+    result = _result(task)
+    write_ids = ValidWriteIdList.parse(task.write_ids)
+    row_type = pa.struct(list(task.data_schema))
+    streams = [_events(task, s, write_ids, row_type, result, current) for s in task.inserts + task.deletes]
+    inserts = _Output(task, staging, task.output_dir, unique_keys=False)
+    deletes = _Output(task, staging, task.delete_output_dir, unique_keys=False) if task.delete_output_dir else None
+    try:
+        for batch in merge_by_row_id(streams):
+            op = batch.column("operation").to_numpy(zero_copy_only=False)
+            is_delete = op == OP_DELETE
+            if deletes is not None and is_delete.any():
+                deletes.writer().write_events(batch.filter(pa.array(is_delete)))
+            if not is_delete.all():
+                inserts.writer().write_events(batch.filter(pa.array(~is_delete)) if is_delete.any() else batch)
+    except InvalidArgumentError as exc:
+        raise CorruptFileError(task.partition_path, f"{task.description}: {exc}") from None
+    inserts.finish(result)
+    if deletes is not None:
+        deletes.finish(result)
+    return result
+
+
+def _events(task: CompactionTask, s: FileSlice, write_ids: ValidWriteIdList, row_type: pa.StructType,
+            result: CompactionTaskResult, current: list[str]) -> Iterator[pa.RecordBatch]:
+    """The events of one input file the snapshot sees, stripe by stripe, with the ``row``
+    struct in the table's columns and types; each file must be in ROW__ID order."""
+    current.append(s.path)
+    f = OrcFile(task.storage, s.path, s.length)
+    if f.num_rows == 0:
+        return
+    is_delete_file = s.dir_kind == "delete_delta"
+    if not f.is_acid:
+        if is_delete_file:
+            raise CorruptFileError(s.path, "a delete_delta file must hold ACID events")
+        yield from _raw_file_events(task, s, row_type, result)
+        return
+    last: tuple[int, int, int] | None = None
+    for i in range(f.num_stripes):
+        current.append(s.path)
+        batch = f.read_stripe(i, columns=EVENT_COLUMNS if is_delete_file else None)
+        n = batch.num_rows
+        if n == 0:
+            continue
+        o, b, r = (np.asarray(batch.column(c).to_numpy(zero_copy_only=False))
+                   for c in ("originalTransaction", "bucket", "rowId"))
+        _check_writer(s, b, task.bucket_id)
+        last = _check_sorted(s, o, b, r, last)
+        op = batch.column("operation").to_numpy(zero_copy_only=False)
+        keep = write_ids.valid_mask(batch.column("currentTransaction").to_numpy(zero_copy_only=False))
+        result.rows_aborted += int(n - np.count_nonzero(keep))
+        if is_delete_file:
+            keep &= op == OP_DELETE  # readers ignore anything else in a delete delta
+            row = pa.nulls(n, row_type)
+        else:
+            row = _shape_row(batch.column("row"), row_type, s.path)
+        events = pa.RecordBatch.from_arrays(
+            [batch.column(c) for c in EVENT_COLUMNS] + [row], names=list(EVENT_COLUMNS) + ["row"])
+        if not keep.all():
+            events = events.filter(pa.array(keep))
+        if events.num_rows:
+            yield events
+
+
+def _raw_file_events(task: CompactionTask, s: FileSlice, row_type: pa.StructType,
+                     result: CompactionTaskResult) -> Iterator[pa.RecordBatch]:
+    """A plain file loaded into a delta directory (LOAD DATA): insert events under the
+    synthetic ROW__IDs Hive gives its rows (HIVE_ACID_FORMAT.md 3.5), made permanent."""
+    split = BucketSplit(task.partition_path, (), task.bucket_id, (s,), (), task.write_ids)
+    visibility = SplitVisibility(split, task.storage, with_keys=True)
+    for visible in visibility.rows():
+        keys = visible.surviving_keys()
+        assert keys is not None  # asked for with_keys
+        o, b, r = keys
+        n = len(o)
+        by_name = dict(zip((x.lower() for x in visible.names), visible.select(visible.columns)))
+        children = [_column(by_name, f, n, s.path) for f in row_type]
+        yield pa.RecordBatch.from_arrays(
+            [pa.array(np.zeros(n, dtype=np.int32)), pa.array(o, pa.int64()), pa.array(b, pa.int32()),
+             pa.array(r, pa.int64()), pa.array(o, pa.int64()),
+             pa.StructArray.from_arrays(children, fields=list(row_type))],
+            names=list(EVENT_COLUMNS) + ["row"])
+    result.rows_aborted += visibility.metrics.rows_hidden
+
+
+def _shape_row(row: pa.Array, row_type: pa.StructType, path: str) -> pa.Array:
+    """An input file's ``row`` struct as the table's row type: fields matched by name
+    (positionally for ``_colN`` files), converted as the reader converts them, missing ones
+    null; null rows (delete events) stay null."""
+    if row.type == row_type:
+        return row
+    n = len(row)
+    names = [row.type.field(i).name for i in range(row.type.num_fields)]
+    arrays = row.flatten()
+    by_name = {name.lower(): arr for name, arr in zip(names, arrays)}
+    positional = bool(names) and all(name.startswith("_col") for name in names)
+    children = []
+    for i, f in enumerate(row_type):
+        arr = by_name.get(f.name.lower())
+        if arr is None and positional and i < len(arrays):
+            arr = arrays[i]
+        children.append(pa.nulls(n, f.type) if arr is None else convert(arr, f, path))
+    mask = row.is_null() if row.null_count else None
+    return pa.StructArray.from_arrays(children, fields=list(row_type), mask=mask)
+
+
+def _column(by_name: dict, f: pa.Field, n: int, path: str) -> pa.Array:
+    arr = by_name.get(f.name.lower())
+    return pa.nulls(n, f.type) if arr is None else convert(arr, f, path)
+
+
+def _check_writer(s: FileSlice, b: np.ndarray, bucket_id: int) -> None:
+    writers = bucket_codec.decode_writer_ids(b.astype(np.int32))
+    if len(writers) and (writers != bucket_id).any():
+        bad = int(writers[writers != bucket_id][0])
+        raise CorruptFileError(s.path, f"holds events of bucket {bad} but its name says bucket {bucket_id} "
+                                       "(Hive: 'Corrupted records with different bucket ids')")
+
+
+def _check_sorted(s: FileSlice, o, b, r, last):
+    """Events of a file ascend by ROW__ID (HIVE_ACID_FORMAT.md 4.3); returns the last key."""
+    if last is not None:
+        o, b, r = np.concatenate(([last[0]], o)), np.concatenate(([last[1]], b)), np.concatenate(([last[2]], r))
+    b = b.astype(np.int64)
+    if len(o) > 1:
+        down = (o[1:] < o[:-1]) | ((o[1:] == o[:-1]) & ((b[1:] < b[:-1]) | ((b[1:] == b[:-1]) & (r[1:] < r[:-1]))))
+        if down.any():
+            i = int(np.flatnonzero(down)[0])
+            raise CorruptFileError(s.path, f"events are not in ROW__ID order: ({o[i + 1]}, {b[i + 1]}, {r[i + 1]}) "
+                                           f"follows ({o[i]}, {b[i]}, {r[i]})")
+    return int(o[-1]), int(b[-1]), int(r[-1])
+
+
+def merge_by_row_id(streams: list[Iterator[pa.RecordBatch]]) -> Iterator[pa.RecordBatch]:
+    """K-way merge of event streams, each in ROW__ID order, into Hive's merge order: ROW__ID
+    ascending, then currentTransaction descending (ties keep stream order). Vectorized: each
+    round emits, from every stream's current batch, the events up to the smallest of the
+    batches' last keys - which empties at least one batch - sorted together."""
+    heads = [_Head.first(it) for it in streams]
+    while True:
+        live = [h for h in heads if h is not None]
+        if not live:
+            return
+        bound = min(h.last for h in live)
+        taken = []
+        for i, head in enumerate(heads):
+            if head is None:
+                continue
+            count = int(np.count_nonzero(_key_le(head.o, head.b, head.r, bound)))
+            if count:
+                taken.append(head.batch.slice(0, count))
+            heads[i] = _Head.first(streams[i]) if count == head.batch.num_rows else head.drop(count)
+        merged = taken[0] if len(taken) == 1 else pa.Table.from_batches(taken).combine_chunks().to_batches()[0]
+        o, b, r, c = (np.asarray(merged.column(name).to_numpy(zero_copy_only=False)).astype(np.int64)
+                      for name in ("originalTransaction", "bucket", "rowId", "currentTransaction"))
+        order = np.lexsort((-c, r, b, o))
+        if (np.diff(order) != 1).any():
+            merged = merged.take(pa.array(order))
+        yield merged
+
+
+@dataclass
+class _Head:
+    """The unmerged rest of a stream's current batch, with its keys."""
+
+    batch: pa.RecordBatch
+    o: np.ndarray
+    b: np.ndarray
+    r: np.ndarray
+    last: tuple[int, int, int]
+
+    @classmethod
+    def first(cls, it: Iterator[pa.RecordBatch]) -> "_Head | None":
+        for batch in it:
+            if batch.num_rows:
+                o, b, r = (np.asarray(batch.column(c).to_numpy(zero_copy_only=False)).astype(np.int64)
+                           for c in ("originalTransaction", "bucket", "rowId"))
+                return cls(batch, o, b, r, (int(o[-1]), int(b[-1]), int(r[-1])))
+        return None
+
+    def drop(self, count: int) -> "_Head":
+        if count == 0:
+            return self
+        return _Head(self.batch.slice(count), self.o[count:], self.b[count:], self.r[count:], self.last)
+
+
+def _key_le(o, b, r, key) -> np.ndarray:
+    w, bb, rr = key
+    return (o < w) | ((o == w) & ((b < bb) | ((b == bb) & (r <= rr))))
+
+
+# --- insert-only tables --------------------------------------------------------------------------
+def _insert_only(task: CompactionTask, staging: str) -> CompactionTaskResult:
+    result = _result(task)
+    ctx = ReadContext(storage=task.storage, table_kind=INSERT_ONLY, output_schema=task.data_schema,
+                      partition_columns=(), include_row_id=False)
+    split = BucketSplit(task.partition_path, (), task.bucket_id, task.inserts, (), task.write_ids)
+    name = f"{max(0, task.bucket_id):06d}_0"
+    local = os.path.join(staging, f"{uuid.uuid4().hex}.orc")
+    writer = InsertFileWriter(local, task.data_schema, 0, 0, compression=task.compression,
+                              stripe_size=task.stripe_size, plain=True)
+    for batch in SplitReader(split, ctx).batches():
+        writer.write(batch)
+    info = writer.close()
+    if info.rows:
+        final = task.storage.join(task.output_dir, name)
+        task.storage.make_dirs(task.output_dir)
+        task.storage.put_file(local, final)
+        result.files.append(WrittenFile(final, info.rows, info.size))
+        result.output_rows = info.rows
+    return result
+
+
+# --- shared --------------------------------------------------------------------------------------
+def _result(task: CompactionTask) -> CompactionTaskResult:
+    slices = task.inserts + task.deletes
+    rows = sum(OrcFile(task.storage, s.path, s.length).num_rows for s in slices)
+    return CompactionTaskResult(task.partition, task.bucket_id, input_files=len(slices), input_rows=rows)
+
+
+class _Output:
+    """One output file, staged locally and created on the first event (a task whose events
+    are all dropped writes no file, as Hive's compactor)."""
+
+    def __init__(self, task: CompactionTask, staging: str, directory: str | None, *, unique_keys: bool):
+        assert directory is not None
+        self.task = task
+        self.directory = directory
+        self.local = os.path.join(staging, f"{uuid.uuid4().hex}.orc")
+        self.unique_keys = unique_keys
+        self._writer: KeyedEventWriter | None = None
+        self._done = False
+
+    def writer(self) -> KeyedEventWriter:
+        if self._writer is None:
+            self._writer = KeyedEventWriter(self.local, self.task.data_schema, self.task.bucket_id,
+                                            compression=self.task.compression, stripe_size=self.task.stripe_size,
+                                            unique_keys=self.unique_keys)
+        return self._writer
+
+    def finish(self, result: CompactionTaskResult) -> None:
+        if self._writer is None or self._done:
+            return
+        self._done = True
+        info = self._writer.close()
+        storage = self.task.storage
+        final = storage.join(self.directory, bucket_file_name(self.task.bucket_id))
+        prepare_output_dir(storage, self.directory, FULL_ACID)
+        storage.put_file(self.local, final)
+        result.files.append(WrittenFile(final, info.rows, info.size))
+        result.output_rows += info.rows

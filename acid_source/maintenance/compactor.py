@@ -1,0 +1,119 @@
+"""Running one compaction of a table (driver side): transaction, plan, tasks, commit.
+
+The order is what keeps every reader correct:
+
+1. the transaction opens first; its id T names the outputs (``_vT``), and every reader whose
+   transaction list does not see T committed ignores them - readers already running, and
+   readers of any version committed before T (time travel);
+2. the snapshot is taken next, then storage is listed, and the plan bounds the work below the
+   lowest open write id (:mod:`.compaction_plan`);
+3. the output directories are recorded on the transaction before anything is written, so an
+   abort (a failed task, a conflict at commit) removes them all;
+4. tasks write the outputs - in this process, or as a Spark job (``run_tasks``);
+5. one commit (operation ``compaction``, the compacted data objects) makes them visible. The
+   inputs stay on storage, now obsolete, until the cleaner removes them.
+
+A compaction has no write id of its own (as in Hive): it adds no version to the table's
+history. The store fails its commit only when an overwrite (or another compaction) committed on
+one of its data objects after it started; inserts, updates, deletes and merges committed
+meanwhile do not matter, because their rows and delete events keep the ROW__IDs they had.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping
+
+from ..errors import TableNotRegisteredError
+from ..layout.table_dirs import FULL_ACID, INSERT_ONLY, discover_layout
+from ..resolve import open_store
+from ..scan.resolved import ResolvedTable
+from ..storage import Storage
+from ..txn import Transaction
+from .compaction_plan import CompactionPlan, compaction_kind, plan_compaction
+from .compaction_tasks import CompactionTask, CompactionTaskResult, prepare_output_dir
+from .compaction_tasks import run_tasks as run_in_process
+
+#: run_tasks(tasks) -> one result per task, in any order (e.g. a Spark job)
+TaskRunner = Callable[[list[CompactionTask]], list[CompactionTaskResult]]
+
+
+def compact_table(location: str, kind: str, *, partition_filter: str | None = None,
+                  metastore_url: str | None = None, storage_options: Any = (),
+                  run_tasks: TaskRunner | None = None) -> dict[str, Any]:
+    """Compact the table at ``location`` (``kind`` ``"minor"`` or ``"major"``), optionally only
+    the partitions matching ``partition_filter`` (a SQL condition on partition columns), in one
+    transaction; returns its metrics. A table the transaction store does not know is refused
+    (:class:`TableNotRegisteredError`): its write ids are not ours to reason about."""
+    kind = compaction_kind(kind)
+    options = tuple(sorted(storage_options.items())) if isinstance(storage_options, Mapping) else tuple(storage_options)
+    store = open_store(metastore_url)
+    info = store.find_table(location) if store is not None else None
+    if store is None or info is None:
+        raise TableNotRegisteredError(
+            f"{location} is not registered in the acidorc transaction store; acidorc compacts only tables whose "
+            "write ids it allocates (Hive's own compactor compacts Hive's tables)", location=location)
+    txn = Transaction.begin(store, description=f"{kind} compaction {info.location}", heartbeat="thread")
+    try:
+        write_ids, txns = store.snapshot(info.table_id)  # after the open: T is open in it
+        storage = Storage(info.location, options)
+        layout = discover_layout(storage)  # after the snapshot (see acid_source.resolve)
+        table = ResolvedTable(storage, info.location, layout, write_ids, txns,
+                              INSERT_ONLY if info.insert_only else FULL_ACID, info)
+        plan = plan_compaction(table, kind, txn.txn_id, partition_filter=partition_filter)
+        if not plan.objects:
+            txn.abort("nothing to compact")
+            return _metrics(plan, [])
+        txn.record_written(info.table_id, plan.output_dirs, storage=storage, no_write_id=True)
+        for directory in plan.output_dirs:
+            prepare_output_dir(storage, directory, plan.table_kind)
+        results = list((run_tasks or run_in_process)(plan.tasks))
+        if plan.table_kind == INSERT_ONLY:
+            _fill_empty_outputs(plan, results)
+    except BaseException as exc:
+        txn.abort(f"{kind} compaction failed: {type(exc).__name__}: {exc}")
+        raise
+    txn.commit("compaction", {info.table_id: [o.partition for o in plan.objects]})
+    return _metrics(plan, results)
+
+
+def _fill_empty_outputs(plan: CompactionPlan, results: list[CompactionTaskResult]) -> None:
+    """An insert-only output without rows gets one empty file: the directory must exist (on
+    object stores too) for the compaction to take effect, and insert-only directories carry
+    no ``_orc_acid_version``."""
+    import os
+    import tempfile
+
+    from ..orc.writer import InsertFileWriter
+
+    written = {f.path.rsplit("/", 1)[0] for r in results for f in r.files}
+    for obj in plan.objects:
+        for directory in obj.outputs:
+            if directory in written or not obj.tasks:
+                continue
+            task = obj.tasks[0]
+            with tempfile.TemporaryDirectory(prefix="acidorc-compact-") as tmp:
+                local = os.path.join(tmp, "000000_0")
+                InsertFileWriter(local, task.data_schema, 0, 0, compression=task.compression, plain=True).close()
+                task.storage.put_file(local, task.storage.join(directory, "000000_0"))
+
+
+def _metrics(plan: CompactionPlan, results: list[CompactionTaskResult]) -> dict[str, Any]:
+    return {
+        "operation": "compaction",
+        "kind": plan.kind,
+        "txnId": plan.txn_id,
+        "writeIdHighWatermark": plan.write_ids.high_watermark,
+        "numDataObjectsCompacted": len(plan.objects),
+        "partitions": [o.partition for o in plan.objects],
+        "skipped": dict(plan.skipped),
+        "numInputDirs": sum(len(o.input_dirs) for o in plan.objects),
+        "numInputFiles": sum(r.input_files for r in results),
+        "numInputRows": sum(r.input_rows for r in results),
+        "numOutputDirs": len(plan.output_dirs),
+        "outputDirs": [f"{o.partition}/{d.rsplit('/', 1)[-1]}".lstrip("/") for o in plan.objects for d in o.outputs],
+        "numOutputFiles": sum(len(r.files) for r in results),
+        "numOutputRows": sum(r.output_rows for r in results),
+        "numOutputBytes": sum(r.output_bytes for r in results),
+        "numRowsDroppedDeleted": sum(r.rows_deleted for r in results),
+        "numRowsDroppedAborted": sum(r.rows_aborted for r in results),
+    }
