@@ -117,6 +117,19 @@ class NotEnoughHistoryError(AcidError):
         )
 
 
+class SnapshotFilesRemovedError(AcidError, FileNotFoundError):
+    """A file or directory the read's snapshot selected is gone: the cleaner (``vacuum``)
+    removed it after the read's lease expired (or before the read took one). The read stops
+    instead of returning rows without it; reading the table again takes a fresh snapshot."""
+
+    def __init__(self, path: str):
+        self.path = path
+        super().__init__(
+            f"{path} is gone, but the read's snapshot needs it: the cleaner removed it after the read's "
+            "lease expired (a Spark DataFrame's lease lasts readLeaseSeconds from when it was planned). "
+            "Re-read the table (build the DataFrame or scan again) to read its current snapshot")
+
+
 class SchemaError(AcidError):
     """A schema cannot be inferred, parsed, converted or reconciled.
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import difflib
 import math
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -35,7 +36,14 @@ READ_OPTIONS = {
                  "as AcidTable.scan's rowFilter): rows where it is not true are not returned",
     "filterPushdown": "auto | true | false: use filters Spark pushes down (auto: where Spark does it safely)",
     "metastoreUrl": "the transaction store (SQLAlchemy URL); default: $ACIDORC_METASTORE_URL or ~/.acidorc",
+    "readLeaseSeconds": "how long the cleaner keeps the files a read's snapshot needs, counted from when Spark "
+                        "plans the read (default: $ACIDORC_READ_LEASE_SECONDS or 3600; 0 takes no lease)",
 }
+
+#: How long a read's lease protects its snapshot's files from the cleaner when the read option
+#: ``readLeaseSeconds`` is not given (seconds; a Spark read cannot renew it, AcidScan does).
+READ_LEASE_ENV = "ACIDORC_READ_LEASE_SECONDS"
+DEFAULT_READ_LEASE_SECONDS = 3600.0
 
 WRITE_OPTIONS = {
     "path": "table location (URL or local path)",
@@ -75,6 +83,23 @@ def parse_size(option: str, value: str) -> int:
     if not 0 < size < 2**63:
         raise InvalidOptionError(option, f"must be positive and below 2^63 bytes, got {value!r}")
     return size
+
+
+def parse_seconds(option: str, value) -> float:
+    """A finite number of seconds >= 0."""
+    try:
+        seconds = float(str(value).strip())
+    except ValueError:
+        seconds = math.nan
+    if isinstance(value, bool) or not math.isfinite(seconds) or seconds < 0:
+        raise InvalidOptionError(option, f"expected a number of seconds >= 0, got {value!r}")
+    return seconds
+
+
+def default_read_lease_seconds() -> float:
+    """``$ACIDORC_READ_LEASE_SECONDS``, else :data:`DEFAULT_READ_LEASE_SECONDS`."""
+    text = os.environ.get(READ_LEASE_ENV, "").strip()
+    return parse_seconds(f"${READ_LEASE_ENV}", text) if text else DEFAULT_READ_LEASE_SECONDS
 
 
 def _canonical(options: dict, known: dict[str, str], other: dict[str, str] | None = None) -> dict[str, str]:
@@ -148,6 +173,7 @@ class ReadOptions:
     metastore_url: str | None = None
     version_as_of: int | None = None
     timestamp_as_of: float | None = None
+    read_lease_seconds: float = DEFAULT_READ_LEASE_SECONDS  # 0: the read takes no lease
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> "ReadOptions":
@@ -183,6 +209,8 @@ class ReadOptions:
             version_as_of=parse_version("versionAsOf", opts["versionAsOf"]) if "versionAsOf" in opts else None,
             timestamp_as_of=(parse_timestamp("timestampAsOf", opts["timestampAsOf"])
                              if "timestampAsOf" in opts else None),
+            read_lease_seconds=(parse_seconds("readLeaseSeconds", opts["readLeaseSeconds"])
+                                if "readLeaseSeconds" in opts else default_read_lease_seconds()),
         )
 
 

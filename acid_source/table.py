@@ -153,7 +153,7 @@ class AcidTable:
             version_as_of=None if versionAsOf is None else _version(versionAsOf),
             timestamp_as_of=None if timestampAsOf is None else _timestamp(timestampAsOf),
         )
-        return AcidScan(self._resolve(spec), rowFilter, columns)
+        return AcidScan(self._resolve(spec), rowFilter, columns, metastoreUrl=self._metastore_url)
 
     def toArrow(self) -> pa.Table:
         """The whole table at its latest snapshot."""
@@ -263,6 +263,33 @@ class AcidTable:
         self._require_spark("merge")
         return AcidMergeBuilder(self, source, condition)
 
+    # --- compaction --------------------------------------------------------------------------
+    def compact(self, kind: str, partitionFilter: str | None = None) -> dict:
+        """Compact the table - ``"minor"`` (deltas into one delta and one delete delta per data
+        object) or ``"major"`` (everything into one base per data object, deleted rows gone) -
+        or only the partitions matching ``partitionFilter``, in one transaction that readers
+        see atomically; row ids are kept. Runs as a Spark job for a table opened with
+        ``forPath`` / ``forName``, else in this process. Returns its metrics.
+
+        >>> t.compact("major", partitionFilter="day < '2026-01-01'")  # doctest: +SKIP
+        """
+        from .maintenance.compactor import compact_table
+
+        if partitionFilter is not None and not isinstance(partitionFilter, str):
+            raise InvalidArgumentError("partitionFilter", f"expected a SQL condition string, got {partitionFilter!r}")
+        run_tasks = None
+        if self._spark is not None:
+            from .spark.compaction import spark_task_runner
+
+            run_tasks = spark_task_runner(self._spark)
+        return compact_table(self.location, kind, partition_filter=partitionFilter,
+                             metastore_url=self._metastore_url, storage_options=self._storage_options,
+                             run_tasks=run_tasks)
+
+    def optimize(self) -> "AcidOptimizeBuilder":
+        """Delta-spark's spelling of compaction: ``optimize().where(...).executeCompaction()``."""
+        return AcidOptimizeBuilder(self)
+
     def toDF(self) -> Any:
         """The table's latest snapshot as a Spark DataFrame (a new one each call: a DataFrame
         keeps the snapshot it was planned with)."""
@@ -313,6 +340,23 @@ class AcidTable:
 
             raise UnsupportedOperationError(method, "needs a SparkSession: open the table with "
                                             "AcidTable.forPath(spark, path) or AcidTable.forName(spark, name)")
+
+    # --- cleaning ----------------------------------------------------------------------------
+    def vacuum(self, dryRun: bool = False, retentionSeconds: float | None = None) -> dict:
+        """Remove the directories no reader can still need - deltas covered by a compaction,
+        superseded bases, what aborted writes left - keeping everything a live read lease, an
+        open transaction or a snapshot taken in the last ``retentionSeconds`` (default
+        ``$ACIDORC_VACUUM_RETENTION_SECONDS`` or 300) reads. ``dryRun`` only reports. Returns
+        what it removed (or would): ``removedPaths``, ``removedBytes``, ``numKeptForLeases``...
+
+        >>> t.vacuum(dryRun=True)["removedPaths"]                          # doctest: +SKIP
+        """
+        from .maintenance.cleaner import vacuum
+
+        if not isinstance(dryRun, bool):
+            raise InvalidArgumentError("dryRun", f"expected True or False, got {dryRun!r}")
+        return vacuum(self.location, dry_run=dryRun, metastore_url=self._metastore_url,
+                      storage_options=self._storage_options, retention_seconds=retentionSeconds)
 
     # --- history ---------------------------------------------------------------------------
     def history(self, limit: int | None = None) -> Any:
@@ -426,12 +470,36 @@ class AcidMergeBuilder:
         return spark_merge(t._spark, t._target(), self._source, self._condition, list(self._clauses), t._alias)
 
 
+class AcidOptimizeBuilder:
+    """Which partitions to compact (``where``), then ``executeCompaction()`` (delta-spark's
+    ``DeltaOptimizeBuilder``; here a major compaction unless ``kind="minor"``)."""
+
+    def __init__(self, table: AcidTable):
+        self._table = table
+        self._filters: list[str] = []
+
+    def where(self, partitionFilter: str) -> "AcidOptimizeBuilder":
+        """Only partitions matching this SQL condition on partition columns (several calls:
+        all must match)."""
+        if not isinstance(partitionFilter, str) or not partitionFilter.strip():
+            raise InvalidArgumentError("partitionFilter", f"expected a SQL condition string, got {partitionFilter!r}")
+        self._filters.append(partitionFilter.strip())
+        return self
+
+    def executeCompaction(self, kind: str = "major") -> dict:
+        condition = " AND ".join(f"({f})" for f in self._filters) if self._filters else None
+        return self._table.compact(kind, partitionFilter=condition)
+
+
 class AcidScan:
     """One snapshot of a table, optionally filtered and projected. Iterating it reads the
-    files; memory stays bounded by a stripe (``toBatches``)."""
+    files; memory stays bounded by a stripe (``toBatches``). While an iteration runs it holds
+    a read lease in the transaction store, so the cleaner keeps the files of its snapshot."""
 
-    def __init__(self, table: ResolvedTable, rowFilter: str | None, columns: Iterable[str] | None):
+    def __init__(self, table: ResolvedTable, rowFilter: str | None, columns: Iterable[str] | None, *,
+                 metastoreUrl: str | None = None):
         self._table = table
+        self._metastore_url = metastoreUrl
         full = table.schema()
         self._condition = None
         if rowFilter is not None:
@@ -457,15 +525,48 @@ class AcidScan:
     def version(self) -> int | None:
         return self._table.version
 
-    def toBatches(self) -> Iterator[pa.RecordBatch]:
-        ctx, splits = TableScan(self._table).plan(self._read_schema)
-        for split in splits:
-            for batch in read_split(split, ctx):
-                if self._condition is not None:
-                    batch = batch.filter(self._condition.expression)
-                    if batch.num_rows == 0:
-                        continue
-                yield batch.select(self._columns)
+    def toBatches(self, *, leaseSeconds: float | None = None) -> Iterator[pa.RecordBatch]:
+        """The rows, batch by batch. From the first batch asked for until the iterator is
+        exhausted or closed it holds a lease on its snapshot (registered tables), renewed while
+        batches are taken: the cleaner keeps the files it reads. ``leaseSeconds`` (default
+        ``$ACIDORC_READ_LEASE_SECONDS`` or 3600; 0: no lease): how long the lease outlives the
+        last batch taken, e.g. when the consumer stops without closing the iterator."""
+        lease = self._lease(leaseSeconds)
+        try:
+            ctx, splits = TableScan(self._table).plan(self._read_schema)  # lists the directories: leased
+            for split in splits:
+                for batch in read_split(split, ctx):
+                    if lease is not None:
+                        lease.keep_alive()
+                    if self._condition is not None:
+                        batch = batch.filter(self._condition.expression)
+                        if batch.num_rows == 0:
+                            continue
+                    yield batch.select(self._columns)
+        finally:
+            if lease is not None:
+                lease.release()
+
+    def _lease(self, seconds: float | None):
+        """The read lease of one iteration (acquired now), or None: a table the store does not
+        know (no cleaner runs on it), or ``seconds`` 0."""
+        from .options import default_read_lease_seconds
+
+        if seconds is None:
+            ttl = default_read_lease_seconds()
+        elif isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 <= seconds < float("inf"):
+            raise InvalidArgumentError("leaseSeconds", f"expected a number of seconds >= 0, got {seconds!r}")
+        else:
+            ttl = float(seconds)
+        if ttl == 0 or not self._table.registered:
+            return None
+        from .metastore.leases import ReadLease, default_holder
+
+        store = open_store(self._metastore_url)
+        assert store is not None  # the table is registered, so the store exists
+        holder = default_holder(f"AcidScan of {self._table.location}")
+        return ReadLease(store, self._table.info.table_id, (self._table.write_ids, self._table.txns), ttl,
+                         holder).acquire()
 
     def toArrow(self) -> pa.Table:
         return pa.Table.from_batches(list(self.toBatches()), schema=self.schema)

@@ -130,6 +130,7 @@ EXAMPLES = {
     errors.StorageError: (("/warehouse/t", "deleting the files failed: permission denied"), {}),
     errors.CorruptFileError: (("/warehouse/t/base_1/bucket_00000", "truncated"), {}),
     errors.NotEnoughHistoryError: (("/warehouse/t", "base_5", "d.t:3:3::"), {}),
+    errors.SnapshotFilesRemovedError: (("/warehouse/t/delta_0000002_0000002_0000",), {}),
     errors.SchemaError: (("bad DDL",), {"path": "/warehouse/t", "column": "id", "position": 3}),
     errors.MetastoreError: (("database is locked",), {"url": "sqlite:///m.db"}),
     errors.TableNotRegisteredError: ((), {"location": "/warehouse/t", "name": "d.t"}),

@@ -104,3 +104,22 @@ txn_components = Table(
     Column("partition_path", String(2048), primary_key=True),
     Index("ix_acidorc_components_object", "table_id", "partition_path"),
 )
+
+# Reader leases (``leases.py``): a read holds one for its snapshot while it runs, so the cleaner
+# keeps every directory that snapshot reads. Live while ``expires_at`` (last renewal + ttl, store
+# clock) is not past. Created by ``metadata.create_all`` in new stores and on first use in
+# stores created before leases existed (no schema version change: nothing else depends on it).
+read_leases = Table(
+    "acidorc_read_leases",
+    metadata,
+    Column("lease_id", String(32), primary_key=True),  # random hex: no sequence row needed
+    Column("table_id", BigInteger, nullable=False),
+    Column("write_ids", Text, nullable=False),  # the snapshot's ValidWriteIdList string
+    Column("txns", Text, nullable=False),  # the snapshot's ValidTxnList string
+    Column("holder", String(512), nullable=False),
+    Column("acquired_at", Float, nullable=False),
+    Column("renewed_at", Float, nullable=False),
+    Column("ttl_seconds", Float, nullable=False),
+    Column("expires_at", Float, nullable=False),
+    Index("ix_acidorc_read_leases_table", "table_id", "expires_at"),
+)

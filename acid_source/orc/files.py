@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.orc as paorc
 from pyorc.converters import ORCConverter
 
-from ..errors import CorruptFileError
+from ..errors import CorruptFileError, SnapshotFilesRemovedError
 from ..storage import Storage
 
 # The ACID event columns, by their canonical names (HIVE_ACID_FORMAT.md 4.1). Hive reads them by
@@ -162,6 +162,14 @@ class OrcFile:
         self.path = path
         self.length = length
 
+    def _open_again(self):
+        """Another handle on the file (pyorc reads through its own); a file gone since the
+        listing was removed by the cleaner."""
+        try:
+            return self.storage.open_input(self.path, self.length)
+        except FileNotFoundError as exc:
+            raise SnapshotFilesRemovedError(self.path) from exc
+
     def _fail(self, exc: BaseException, what: str):
         raise CorruptFileError(self.path, f"{what}: {exc}") from exc
 
@@ -170,7 +178,7 @@ class OrcFile:
         try:
             return paorc.ORCFile(self.storage.open_input(self.path, self.length))
         except FileNotFoundError as exc:
-            raise CorruptFileError(self.path, "file vanished while reading (was it cleaned up?)") from exc
+            raise SnapshotFilesRemovedError(self.path) from exc
         except (pa.ArrowException, OSError, ValueError) as exc:
             self._fail(exc, "not a readable ORC file")
 
@@ -287,9 +295,10 @@ class OrcFile:
             schema = pa.schema([schema.field(i) for i in positions])
         elif columns is not None:
             schema = pa.schema([schema.field(c) for c in columns])
+        source = self._open_again()
         try:
             reader = pyorc.Reader(
-                self.storage.open_input(self.path, self.length),
+                source,
                 column_indices=tuple(positions) if positions is not None else None,
                 column_names=tuple(schema.names) if columns is not None and positions is None else None,
                 struct_repr=pyorc.StructRepr.DICT,
@@ -307,8 +316,9 @@ class OrcFile:
     def _pyorc(self):
         import pyorc
 
+        source = self._open_again()
         try:
-            return pyorc.Reader(self.storage.open_input(self.path, self.length))
+            return pyorc.Reader(source)
         except Exception as exc:  # pyorc raises its own ParseError / RuntimeError types
             self._fail(exc, "cannot read the ORC footer")
 

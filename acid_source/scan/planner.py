@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from ..errors import CorruptFileError, InvalidOptionError, SchemaError
+from ..errors import CorruptFileError, InvalidOptionError, SchemaError, SnapshotFilesRemovedError
 from ..filters import Predicate, partition_matches
 from ..layout.acid_state import AcidDir
 from ..layout.names import FLUSH_LENGTH_SUFFIX, is_flush_length_file, is_hidden, parse_bucket_file
@@ -160,7 +160,10 @@ class TableScan:
 
     def _dir_slices(self, acid_dir: AcidDir) -> list[FileSlice]:
         p = acid_dir.parsed
-        entries = self.storage.list_dir(acid_dir.path)
+        try:
+            entries = self.storage.list_dir(acid_dir.path)
+        except FileNotFoundError:  # listed with the table, removed by the cleaner since
+            raise SnapshotFilesRemovedError(acid_dir.path) from None
         names = {e.name for e in entries}
         streaming = p.kind == "delta" and p.min_write_id != p.max_write_id and p.visibility_txn_id == 0
         slices = []

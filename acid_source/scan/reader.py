@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyorc.errors
 
-from ..errors import AcidError, CorruptFileError, SchemaError
+from ..errors import AcidError, CorruptFileError, SchemaError, SnapshotFilesRemovedError
 from ..layout.table_dirs import INSERT_ONLY
 from .splits import ROW_ID_COLUMN, BucketSplit, ReadContext
 from .visibility import ScanMetrics, SplitVisibility, VisibleRows
@@ -57,6 +57,9 @@ class SplitReader:
                     yield part
         except AcidError:
             raise
+        except FileNotFoundError as exc:  # a planned file is gone: removed by the cleaner
+            path = exc.filename or self.visibility.current_path or self.split.partition_path
+            raise SnapshotFilesRemovedError(str(path)) from exc
         except _LIBRARY_ERRORS as exc:
             path = shaping or self.visibility.current_path or self.split.partition_path
             raise CorruptFileError(path, f"{type(exc).__name__}: {exc}") from exc

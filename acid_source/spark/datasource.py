@@ -108,6 +108,24 @@ def _use_pushdown(options: ReadOptions) -> bool:
     return options.filter_pushdown == "true"
 
 
+def _take_read_lease(options: ReadOptions, table) -> None:
+    """A lease on the planned snapshot, for ``readLeaseSeconds``: the cleaner keeps the files
+    these partitions read until it expires. Planning runs in a short-lived driver-side process
+    and tasks never talk to the store, so nothing renews or releases it; Spark may reuse the
+    planned partitions for later queries of the same DataFrame, which then read the same files
+    (if the cleaner removed them after the lease expired, the tasks fail with
+    SnapshotFilesRemovedError rather than return fewer rows)."""
+    if options.read_lease_seconds == 0 or not table.registered:
+        return
+    from ..metastore.leases import default_holder
+    from ..resolve import open_store
+
+    store = open_store(options.metastore_url)
+    assert store is not None  # the table is registered, so the store exists
+    store.acquire_lease(table.info.table_id, table.write_ids, table.txns, options.read_lease_seconds,
+                        default_holder(f"Spark read of {table.location}"))
+
+
 class AcidOrcReader(DataSourceReader):
     """Reads without filter pushdown (``partitionFilter`` still prunes partitions)."""
 
@@ -132,7 +150,9 @@ class AcidOrcReader(DataSourceReader):
 
     def partitions(self) -> Sequence[InputPartition]:
         arrow_schema = to_arrow_schema(self._schema, timezone="UTC")
-        ctx, splits = self._scan().plan(arrow_schema, self._predicates)
+        scan = self._scan()
+        _take_read_lease(self._options, scan.table)  # before the directories are listed
+        ctx, splits = scan.plan(arrow_schema, self._predicates)
         if not splits:
             return [AcidInputPartition(ctx, None)]
         return [AcidInputPartition(ctx, s) for s in splits]

@@ -1,0 +1,277 @@
+"""The cleaner (``AcidTable.vacuum``): removes the directories no reader can still need.
+
+Per data object (the table, or each partition) it removes what the latest snapshot no longer
+reads - deltas covered by a compacted delta or base, superseded bases, pre-ACID files once a
+base holds their rows (Hive's ``obsolete``) - and what aborted transactions left (Hive's
+``aborted``), except:
+
+* a directory a **live reader lease**'s snapshot reads (``get_acid_state`` with the lease's
+  snapshot strings): a running ``AcidTable.scan().toBatches()`` or a planned Spark read;
+* a directory a **reader without a lease yet** may read: one that took its snapshot less than
+  ``retention_seconds`` ago (between taking a snapshot and recording its lease a reader lists
+  the table), or an open transaction that may be reading the table (a DML, a compaction). The
+  store gives the oldest such snapshot (the *floor*); only directories already obsolete under
+  it go, because a directory obsolete under a snapshot is obsolete under every later one;
+* a directory of an **open** write id or of a compaction still running (``_vT``, T open);
+* what a transaction aborted less than ``retention_seconds`` ago (its writer may still be
+  removing it).
+
+Removal is safe to run concurrently with readers, writers, compactions and other cleaners: a
+directory is first renamed to a hidden name in the same directory (atomic on local and HDFS-like
+file systems, so a reader lists it whole or not at all), then deleted; a directory another
+cleaner removed first is skipped; what a crashed cleaner left under a hidden name is removed by
+the next run. A reader whose files are gone gets
+:class:`~acid_source.errors.SnapshotFilesRemovedError`, never fewer rows.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from ..errors import AcidError, InvalidArgumentError, NotEnoughHistoryError, StorageError
+from ..layout.acid_state import AcidState, get_acid_state
+from ..layout.names import parse_dir_name
+from ..layout.table_dirs import discover_layout
+from ..metastore import Metastore
+from ..metastore.leases import CleanerView
+from ..options import parse_bool, parse_seconds
+from ..storage import FileEntry, Storage
+from ..write.cleanup import remove_empty_parents
+from .aborted import DEFAULT_EXPIRY_SECONDS
+
+log = logging.getLogger(__name__)
+
+#: Snapshots taken less than this long ago are protected even before their reader records a
+#: lease (Hive 4's ``hive.compactor.cleaner.retention.time.seconds`` is 300 too).
+DEFAULT_RETENTION_SECONDS = 300.0
+RETENTION_ENV = "ACIDORC_VACUUM_RETENTION_SECONDS"
+#: ``false`` switches off the vacuum a compaction runs after it commits.
+AFTER_COMPACTION_ENV = "ACIDORC_VACUUM_AFTER_COMPACTION"
+#: Open transactions silent for longer than this are presumed dead and protect nothing.
+TXN_TIMEOUT_SECONDS = DEFAULT_EXPIRY_SECONDS
+#: Prefix of the hidden name a directory gets while it is being removed.
+REMOVING_PREFIX = ".acidorc-vacuum-"
+
+
+def default_retention_seconds() -> float:
+    text = os.environ.get(RETENTION_ENV, "").strip()
+    return parse_seconds(f"${RETENTION_ENV}", text) if text else DEFAULT_RETENTION_SECONDS
+
+
+@dataclass
+class _Plan:
+    remove: list[FileEntry] = field(default_factory=list)
+    kept_for_leases: int = 0
+    kept_for_recent: int = 0
+
+
+def vacuum(location: str | os.PathLike, *, dry_run: bool = False, metastore_url: str | None = None,
+           storage_options: Mapping | Iterable = (), retention_seconds: float | None = None,
+           metastore: Metastore | None = None) -> dict:
+    """Remove the table's obsolete and aborted directories that no reader can still need (see
+    the module docstring); with ``dry_run``, only report them.
+
+    ``retention_seconds`` (default ``$ACIDORC_VACUUM_RETENTION_SECONDS`` or 300): snapshots
+    taken less than this long ago are protected even without a lease. ``metastore``: an open
+    store to use instead of ``metastore_url``. The table must be registered in the store (its
+    transactions decide what is obsolete and what aborted).
+
+    Returns ``dryRun``, ``removedPaths`` (removed, or that would be), ``numRemovedPaths``,
+    ``removedBytes``, ``numKeptForLeases`` (obsolete or aborted, kept because a live lease's
+    snapshot reads them), ``numKeptForRecentSnapshots`` (kept for snapshots without a lease:
+    recent ones, open transactions, recent aborts), ``numLiveLeases``, ``retentionSeconds``.
+    """
+    dry_run = _flag(dry_run, "dry_run")
+    retention = default_retention_seconds() if retention_seconds is None else \
+        _seconds(retention_seconds, "retention_seconds")
+    store = metastore if metastore is not None else Metastore.existing(metastore_url)
+    info = store.get_table(location)  # TableNotRegisteredError for a table the store does not know
+    view = store.cleaner_view(info.table_id, retention_seconds=retention, txn_timeout_seconds=TXN_TIMEOUT_SECONDS)
+    storage = Storage(info.location, _storage_options(storage_options))
+    plan = _Plan()
+    if storage.exists(storage.root):  # listed after the store's view, as a reader does
+        layout = discover_layout(storage)
+        for part in layout.partitions:
+            _plan_partition(storage, part.path, layout.listings[part.path], view, plan)
+    removed, size = [], 0
+    for entry in sorted(plan.remove, key=lambda e: e.path):
+        bytes_ = _size(storage, entry)
+        if not dry_run and not _remove(storage, entry):
+            continue  # another cleaner (or the aborting writer) removed it first
+        removed.append(entry.path)
+        size += bytes_
+    if not dry_run:
+        for path in removed:
+            remove_empty_parents(storage, path)
+    return {
+        "dryRun": dry_run,
+        "removedPaths": removed,
+        "numRemovedPaths": len(removed),
+        "removedBytes": size,
+        "numKeptForLeases": plan.kept_for_leases,
+        "numKeptForRecentSnapshots": plan.kept_for_recent,
+        "numLiveLeases": len(view.leases),
+        "retentionSeconds": retention,
+    }
+
+
+def vacuum_after_compaction(location: str, *, metastore_url: str | None = None, storage_options=(),
+                            metastore: Metastore | None = None, enabled: bool | None = None) -> dict | None:
+    """The vacuum a compaction runs once it committed: None when switched off (``enabled``
+    False, or ``$ACIDORC_VACUUM_AFTER_COMPACTION=false``). The compaction is done whatever
+    happens here, so a failure is logged and reported as ``{"error": message}``, not raised.
+    With the default retention it removes what earlier compactions made obsolete; the inputs
+    of this one go in a later run, once no reader without a lease can need them."""
+    if enabled is None:
+        text = os.environ.get(AFTER_COMPACTION_ENV, "").strip()
+        enabled = parse_bool(f"${AFTER_COMPACTION_ENV}", text) if text else True
+    if not enabled:
+        return None
+    try:
+        return vacuum(location, metastore_url=metastore_url, storage_options=storage_options, metastore=metastore)
+    except AcidError as exc:
+        log.warning("vacuum after compaction of %s failed: %s", location, exc)
+        return {"error": str(exc)}
+
+
+# --- deciding ------------------------------------------------------------------------------------
+def _plan_partition(storage: Storage, path: str, entries: list[FileEntry], view: CleanerView, plan: _Plan) -> None:
+    latest_w, latest_t = view.latest
+    latest = get_acid_state(storage, path, latest_w, latest_t, entries)
+    by_path = {e.path: e for e in entries}
+    reads_latest = _top_level(path, _reads(latest))
+    if view.floor is view.latest:
+        obsolete_for_all = set(latest.obsolete)
+    else:
+        try:
+            floor = get_acid_state(storage, path, *view.floor, entries)
+            obsolete_for_all = set(latest.obsolete) & set(floor.obsolete)
+        except NotEnoughHistoryError:  # the floor cannot be read here: keep everything obsolete
+            obsolete_for_all = set()
+    aborted_for_all = {p for p in latest.aborted if _aborted_long_enough(p, view)}
+    leased: set[str] = set()
+    for snapshot in dict.fromkeys(lease.snapshot for lease in view.leases):
+        try:
+            leased |= _top_level(path, _reads(get_acid_state(storage, path, *snapshot, entries)))
+        except NotEnoughHistoryError:  # that reader cannot read this partition anyway
+            continue
+    open_ids = set(latest_w.open_ids)
+    candidates = set(latest.obsolete) | set(latest.aborted)
+    for p in sorted(candidates):
+        entry = by_path.get(p)
+        if entry is None or p in reads_latest or _holds_open_write_id(entry, open_ids):
+            continue
+        if p in leased:
+            plan.kept_for_leases += 1
+        elif p not in obsolete_for_all and p not in aborted_for_all:
+            plan.kept_for_recent += 1
+        else:
+            plan.remove.append(entry)
+    # what a cleaner that crashed mid-way left under a hidden name
+    plan.remove += [e for e in entries if e.name.startswith(REMOVING_PREFIX)]
+
+
+def _reads(state: AcidState) -> list[str]:
+    """Every path a reader of ``state`` opens or lists."""
+    dirs = ([state.base] if state.base is not None else []) + list(state.deltas)
+    return [d.path for d in dirs] + [f.path for f in state.originals]
+
+
+def _top_level(partition: str, paths: Iterable[str]) -> set[str]:
+    """The entries of the partition directory holding ``paths`` (an original file inside
+    ``HIVE_UNION_SUBDIR_1/`` keeps that directory)."""
+    prefix = partition.rstrip("/") + "/"
+    out = set()
+    for p in paths:
+        rest = p[len(prefix):] if p.startswith(prefix) else p
+        out.add(prefix + rest.split("/", 1)[0])
+    return out
+
+
+def _holds_open_write_id(entry: FileEntry, open_ids: set[int]) -> bool:
+    parsed = parse_dir_name(entry.name) if entry.is_dir else None
+    if parsed is None or not open_ids:
+        return False
+    return any(parsed.min_write_id <= w <= parsed.max_write_id for w in open_ids)
+
+
+def _aborted_long_enough(path: str, view: CleanerView) -> bool:
+    parsed = parse_dir_name(path.rstrip("/").rsplit("/", 1)[-1])
+    if parsed is None:
+        return False
+    if parsed.visibility_txn_id:
+        return parsed.visibility_txn_id in view.aborted_txn_ids
+    return all(w in view.aborted_write_ids for w in range(parsed.min_write_id, parsed.max_write_id + 1))
+
+
+# --- removing -------------------------------------------------------------------------------------
+def _size(storage: Storage, entry: FileEntry) -> int:
+    if not entry.is_dir:
+        return entry.size
+    try:
+        if storage.is_local:
+            return sum(os.path.getsize(os.path.join(d, f)) for d, _, files in os.walk(entry.path) for f in files)
+        return int(storage.fs.du(entry.path, total=True))
+    except (FileNotFoundError, OSError):
+        return 0
+
+
+def _remove(storage: Storage, entry: FileEntry) -> bool:
+    """Remove a directory (renamed to a hidden name first) or an original file; False when it
+    was gone already."""
+    storage.check_inside_root(entry.path)
+    if not storage.is_local:
+        try:
+            storage.fs.rm(entry.path, recursive=entry.is_dir)
+        except FileNotFoundError:
+            return False
+        return True
+    if not entry.is_dir:
+        try:
+            os.unlink(entry.path)
+        except FileNotFoundError:
+            return False
+        return True
+    parent, name = os.path.split(entry.path.rstrip("/"))
+    hidden = entry.path if name.startswith(REMOVING_PREFIX) else \
+        os.path.join(parent, f"{REMOVING_PREFIX}{uuid.uuid4().hex[:12]}-{name}")
+    if hidden != entry.path:
+        try:
+            os.rename(entry.path, hidden)
+        except FileNotFoundError:
+            return False
+    if os.path.islink(hidden):
+        os.unlink(hidden)
+        return True
+    shutil.rmtree(hidden, ignore_errors=True)  # parts another cleaner removes meanwhile are fine
+    if os.path.lexists(hidden):
+        raise StorageError(hidden, f"cannot remove {entry.path} (renamed to this hidden name first); the "
+                                   "next vacuum tries again")
+    return True
+
+
+# --- arguments ------------------------------------------------------------------------------------
+def _flag(value, name: str) -> bool:
+    if not isinstance(value, bool):
+        raise InvalidArgumentError(name, f"expected True or False, got {value!r}")
+    return value
+
+
+def _seconds(value, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InvalidArgumentError(name, f"expected a number of seconds >= 0, got {value!r}")
+    try:
+        return parse_seconds(name, value)
+    except AcidError:
+        raise InvalidArgumentError(name, f"expected a number of seconds >= 0, got {value!r}") from None
+
+
+def _storage_options(options) -> tuple:
+    if isinstance(options, Mapping):
+        return tuple(sorted(options.items()))
+    return tuple(sorted(tuple(pair) for pair in options))
