@@ -13,6 +13,7 @@ from .errors import (
     NotAnAcidTableError,
     NotEnoughHistoryError,
     SchemaError,
+    SnapshotFilesRemovedError,
     TableExistsError,
     TableLocationNotFoundError,
     TableNotFoundError,
@@ -33,6 +34,9 @@ _LAZY = {
     "get_or_create_session": "spark.session",
     "register": "spark.session",
     "sql": "spark.sql",
+    "compact_table": "maintenance.compactor",
+    "vacuum": "maintenance.cleaner",
+    "run_initiator": "maintenance.initiator",
     "create_table": "tables",
     "drop_table": "tables",
 }
@@ -82,4 +86,8 @@ __all__ = [
     "get_or_create_session",
     "register",
     "sql",
+    "compact_table",
+    "vacuum",
+    "run_initiator",
+    "SnapshotFilesRemovedError",
 ]

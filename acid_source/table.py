@@ -195,14 +195,22 @@ class AcidTable:
             job.abort(txn, [task.result], reason=f"{type(exc).__name__}: {exc}")
             raise
         job.commit(txn, [result])
-        return {
+        from .maintenance.initiator import maybe_compact_after_commit
+
+        partitions = sorted({f.partition for f in result.files})
+        metrics: dict[str, Any] = {
             "operation": job.operation,
             "writeId": job.plan.write_id,
             "txnId": txn.txn_id,
             "numOutputRows": result.rows,
             "numFiles": len(result.files),
-            "partitions": sorted({f.partition for f in result.files}),
+            "partitions": partitions,
         }
+        compactions = maybe_compact_after_commit(resolved.location, txn.metastore, partitions,
+                                                 storage_options=self._storage_options)
+        if compactions:
+            metrics["autoCompaction"] = compactions
+        return metrics
 
     # --- changing rows (UPDATE / DELETE / MERGE) ----------------------------------------------
     def alias(self, aliasName: str) -> "AcidTable":

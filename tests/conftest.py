@@ -18,6 +18,9 @@ if str(TESTS) not in sys.path:
 # Driver-side heartbeats every second (30 s in production), so that a test can watch a Spark
 # write stay alive through a slow upstream stage; set before Spark starts its Python workers.
 os.environ["ACIDORC_HEARTBEAT_SECONDS"] = "1"
+# Automatic compaction after commits is on by default for users; tests that count directories
+# after their writes must not have them compacted away: the initiator's tests switch it on.
+os.environ["ACIDORC_AUTO_COMPACT"] = "false"
 os.environ["ACIDORC_METASTORE_URL"] = "sqlite:///" + os.path.join(tempfile.mkdtemp(prefix="acidorc-ms-"),
                                                                    "metastore.db")
 

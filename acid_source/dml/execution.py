@@ -58,7 +58,8 @@ Producer = Callable[[ResolvedTable, ChangePlan], list[ChangeResult]]
 
 
 def run_dml(target: DmlTarget, operation: str, produce: Producer, *,
-            merge_condition: str | None = None, repeated_deletes: bool = False) -> dict[str, Any]:
+            merge_condition: str | None = None, repeated_deletes: bool = False,
+            compaction_runner: Callable | None = None) -> dict[str, Any]:
     """Run one DML statement on ``target`` and return its metrics."""
     store = open_store(target.metastore_url)
     info = store.find_table(target.location) if store is not None else None
@@ -99,6 +100,12 @@ def run_dml(target: DmlTarget, operation: str, produce: Producer, *,
         txn.commit(operation, {info.table_id: touched})
     metrics["writeId"] = write_id
     metrics["partitions"] = touched
+    from ..maintenance.initiator import maybe_compact_after_commit
+
+    compactions = maybe_compact_after_commit(info.location, store, touched, storage_options=target.storage_options,
+                                             run_tasks=compaction_runner)
+    if compactions:
+        metrics["autoCompaction"] = compactions
     return metrics
 
 

@@ -73,7 +73,12 @@ def compact_table(location: str, kind: str, *, partition_filter: str | None = No
         txn.abort(f"{kind} compaction failed: {type(exc).__name__}: {exc}")
         raise
     txn.commit("compaction", {info.table_id: [o.partition for o in plan.objects]})
-    return _metrics(plan, results)
+    metrics = _metrics(plan, results)
+    from .cleaner import vacuum_after_compaction  # what earlier compactions made obsolete
+
+    metrics["vacuum"] = vacuum_after_compaction(info.location, metastore_url=metastore_url,
+                                                storage_options=options, metastore=store)
+    return metrics
 
 
 def _fill_empty_outputs(plan: CompactionPlan, results: list[CompactionTaskResult]) -> None:

@@ -282,8 +282,16 @@ class ReadLease:
         self._renewed = 0.0
 
     def acquire(self) -> "ReadLease":
+        """Take the lease. A store that cannot record it (unreachable, read-only) does not fail
+        the read: it goes on without one, protected only by the cleaner's retention, and a
+        file removed under it gives SnapshotFilesRemovedError, never fewer rows."""
         write_ids, txn_list = self._snapshot
-        self.lease = self._store.acquire_lease(self._table_id, write_ids, txn_list, self._ttl, self._holder)
+        try:
+            self.lease = self._store.acquire_lease(self._table_id, write_ids, txn_list, self._ttl, self._holder)
+        except MetastoreError as exc:
+            log.warning("reading table %s without a read lease (the store did not record it: %s)",
+                        self._table_id, exc)
+            self.lease = None
         self._renewed = self._monotonic()
         return self
 

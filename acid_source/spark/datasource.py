@@ -117,13 +117,20 @@ def _take_read_lease(options: ReadOptions, table) -> None:
     SnapshotFilesRemovedError rather than return fewer rows)."""
     if options.read_lease_seconds == 0 or not table.registered:
         return
+    from ..errors import MetastoreError
     from ..metastore.leases import default_holder
     from ..resolve import open_store
 
     store = open_store(options.metastore_url)
     assert store is not None  # the table is registered, so the store exists
-    store.acquire_lease(table.info.table_id, table.write_ids, table.txns, options.read_lease_seconds,
-                        default_holder(f"Spark read of {table.location}"))
+    try:
+        store.acquire_lease(table.info.table_id, table.write_ids, table.txns, options.read_lease_seconds,
+                            default_holder(f"Spark read of {table.location}"))
+    except MetastoreError as exc:  # a read-only or unreachable store must not fail the read
+        import logging
+
+        logging.getLogger("acidorc.leases").warning(
+            "reading %s without a read lease (the store did not record it: %s)", table.location, exc)
 
 
 class AcidOrcReader(DataSourceReader):
@@ -210,9 +217,17 @@ class AcidOrcWriter(DataSourceArrowWriter):
             raise
 
     def commit(self, messages: list[AcidCommitMessage | None]) -> None:  # type: ignore[override]
+        from ..maintenance.initiator import maybe_compact_after_commit
         from ..txn import Transaction
 
-        self.job.commit(Transaction.resume(self.txn), [m.result for m in messages if m is not None])
+        txn = Transaction.resume(self.txn)
+        results = [m.result for m in messages if m is not None]
+        self.job.commit(txn, results)
+        # runs in Spark's commit worker, which has no SparkSession: an automatic compaction runs
+        # in this process (capped in size: larger ones are left to an explicit compact())
+        maybe_compact_after_commit(self.job.plan.storage.url, txn.metastore,
+                                   sorted({f.partition for r in results for f in r.files}),
+                                   storage_options=self.job.plan.storage.options)
 
     def abort(self, messages: list[AcidCommitMessage | None]) -> None:  # type: ignore[override]
         from ..txn import Transaction

@@ -39,6 +39,7 @@ from ..errors import InvalidArgumentError, MergeCardinalityError, SchemaError
 from ..metastore.engine import url_for_workers
 from ..scan.resolved import ResolvedTable
 from ..scan.splits import ROW_ID_COLUMN as READ_ROW_ID
+from .compaction import spark_task_runner
 from .datasource import SOURCE_NAME
 
 _SOURCE_MARK = "__acidorc_source_row"
@@ -299,7 +300,7 @@ def spark_delete(spark, target: DmlTarget, condition: Any, alias: str | None) ->
         changes = shape.rows(matched, shape.delete_side(DELETE, parts, F.col(ROW_ID_COLUMN)), None)
         return write_change_rows(spark, changes, plan, shape)
 
-    return run_dml(target, "delete", produce)
+    return run_dml(target, "delete", produce, compaction_runner=spark_task_runner(spark))
 
 
 def spark_update(spark, target: DmlTarget, condition: Any, assignments: Any, alias: str | None) -> dict:
@@ -320,7 +321,7 @@ def spark_update(spark, target: DmlTarget, condition: Any, assignments: Any, ali
             shape.insert_side(UPDATE_INSERT, new)), "set")
         return write_change_rows(spark, changes, plan, shape)
 
-    return run_dml(target, "update", produce)
+    return run_dml(target, "update", produce, compaction_runner=spark_task_runner(spark))
 
 
 @dataclass(frozen=True)
@@ -390,7 +391,7 @@ def spark_merge(spark, target: DmlTarget, source: DataFrame, condition: Any, cla
 
     checked = _checks_cardinality(clauses)
     return run_dml(target, "merge", produce, merge_condition=cond_text if checked else None,
-                   repeated_deletes=not checked)
+                   repeated_deletes=not checked, compaction_runner=spark_task_runner(spark))
 
 
 def _checks_cardinality(clauses: list[MergeClause]) -> bool:

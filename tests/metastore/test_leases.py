@@ -231,3 +231,26 @@ def test_snapshot_types_round_trip_through_the_store(ms, tid):
     lease = ms.acquire_lease(tid, write_ids, txns, TTL)
     (live,) = ms.live_leases(tid)
     assert live.write_ids == write_ids and live.txns == txns and live == lease
+
+
+def test_a_store_that_cannot_record_a_lease_does_not_fail_the_read(tmp_path, caplog, monkeypatch):
+    """A read-only or unreachable store (a replica, no write permission) must not fail reads:
+    the scan goes on without a lease (the cleaner's retention still protects it)."""
+    import pyarrow as pa
+
+    from acid_source import create_table
+    from acid_source.errors import MetastoreError
+    from acid_source.metastore import Metastore
+    from acid_source.table import AcidTable
+
+    url = f"sqlite:///{tmp_path}/store.db"
+    create_table(str(tmp_path / "t"), pa.schema([("id", pa.int64())]), metastore_url=url)
+    AcidTable.load(str(tmp_path / "t"), metastoreUrl=url).append(pa.table({"id": pa.array([1, 2], pa.int64())}))
+    scan = AcidTable.load(str(tmp_path / "t"), metastoreUrl=url).scan()
+
+    def refuse(self, *args, **kwargs):  # what SQLite says to a writer on a read-only file
+        raise MetastoreError("attempt to write a readonly database", url=url)
+
+    monkeypatch.setattr(Metastore, "acquire_lease", refuse)
+    assert sorted(scan.toArrow().column("id").to_pylist()) == [1, 2]
+    assert "without a read lease" in caplog.text
