@@ -53,6 +53,9 @@ ENV_VARS = ("ACIDORC_AUTO_COMPACT", "ACIDORC_AUTO_COMPACT_MAX_BYTES", "ACIDORC_C
 def _clean_env(monkeypatch):
     for name in ENV_VARS:
         monkeypatch.delenv(name, raising=False)
+    # the writes that build a table must not trigger compactions themselves; tests of the
+    # trigger switch it on (its default for users) right before they call it
+    monkeypatch.setenv("ACIDORC_AUTO_COMPACT", "false")
 
 
 @pytest.fixture
@@ -303,12 +306,13 @@ def test_a_bad_table_property_is_reported_and_other_tables_still_compacted(tmp_p
 
 
 # --- switches, dry run ------------------------------------------------------------------------
-def test_no_auto_compaction_keeps_the_initiator_away(tmp_path, url):
+def test_no_auto_compaction_keeps_the_initiator_away(tmp_path, url, monkeypatch):
     path = _table(tmp_path / "t", url, properties={"no_auto_compaction": "true", NUM: "1"})
     _appends(AcidTable.load(path, metastoreUrl=url), 3)
     before = _acid_dirs(path)
     [entry] = run_initiator(path, metastore_url=url)
     assert entry["status"] == "disabled" and "no_auto_compaction" in entry["reason"]
+    monkeypatch.setenv("ACIDORC_AUTO_COMPACT", "true")  # on for this call (off while building the table)
     assert maybe_compact_after_commit(path, url, [""]) == []
     assert _acid_dirs(path) == before
 
@@ -422,6 +426,7 @@ def test_after_commit_compacts_only_touched_objects_over_threshold(tmp_path, url
     path = _table(tmp_path / "t", url, schema=PART_SCHEMA, partition_columns=["p"])
     t = AcidTable.load(path, metastoreUrl=url)
     expected = _appends(t, 11, p="a") + _appends(t, 11, start=100, p="b")  # both over the threshold
+    monkeypatch.setenv("ACIDORC_AUTO_COMPACT", "true")  # on for this call (off while building the table)
     assert maybe_compact_after_commit(path, url, ["p=zz", "not-a-partition", "p=a/q=1", ""]) == []
     [entry] = maybe_compact_after_commit(path, Metastore(url), ["p=a"])  # the commit touched p=a only
     assert (entry["partition"], entry["status"]) == ("p=a", "compacted")
@@ -441,6 +446,7 @@ def test_after_commit_leaves_big_in_process_compactions_to_an_explicit_pass(tmp_
     total = sum(_dir_bytes(os.path.join(path, n)) for n in _acid_dirs(path))  # what a major compaction reads
     monkeypatch.setenv("ACIDORC_AUTO_COMPACT_MAX_BYTES", str(total - 1))
     caplog.set_level(logging.INFO, logger="acidorc.initiator")
+    monkeypatch.setenv("ACIDORC_AUTO_COMPACT", "true")  # on for this call (off while building the table)
     [entry] = maybe_compact_after_commit(path, url, [""])
     assert entry["status"] == "skipped" and f"would read {total} bytes" in entry["reason"]
     assert "ACIDORC_AUTO_COMPACT_MAX_BYTES" in caplog.text
@@ -453,10 +459,11 @@ def test_after_commit_leaves_big_in_process_compactions_to_an_explicit_pass(tmp_
     assert _ids(path, url) == list(range(22))
 
 
-def test_after_commit_under_the_thresholds_does_nothing(tmp_path, url):
+def test_after_commit_under_the_thresholds_does_nothing(tmp_path, url, monkeypatch):
     path = _table(tmp_path / "t", url)
     _appends(AcidTable.load(path, metastoreUrl=url), 10)
     before = _acid_dirs(path)
+    monkeypatch.setenv("ACIDORC_AUTO_COMPACT", "true")  # on for this call (off while building the table)
     assert maybe_compact_after_commit(path, url, [""]) == []
     assert _acid_dirs(path) == before
 
@@ -466,6 +473,7 @@ def test_after_commit_never_raises(tmp_path, url, caplog, monkeypatch):
     _appends(AcidTable.load(path, metastoreUrl=url), 11)
     caplog.set_level(logging.INFO, logger="acidorc.initiator")
     missing = f"sqlite:///{tmp_path}/no-such-store.db"
+    monkeypatch.setenv("ACIDORC_AUTO_COMPACT", "true")  # on for this call (off while building the table)
     assert maybe_compact_after_commit(path, missing, [""]) == []
     assert "failed" in caplog.text and "no-such-store" in caplog.text
     monkeypatch.setenv("ACIDORC_AUTO_COMPACT", "sometimes")
@@ -481,7 +489,7 @@ def test_after_commit_never_raises(tmp_path, url, caplog, monkeypatch):
     assert _ids(path, url) == list(range(11))
 
 
-def test_unknown_tables_and_stores(tmp_path, url):
+def test_unknown_tables_and_stores(tmp_path, url, monkeypatch):
     missing = f"sqlite:///{tmp_path}/no-such-store.db"
     with pytest.raises(MetastoreNotFoundError):
         run_initiator(metastore_url=missing)
@@ -492,6 +500,7 @@ def test_unknown_tables_and_stores(tmp_path, url):
     with pytest.raises(TableNotRegisteredError):
         run_initiator("db.nothing", metastore_url=url)
     assert run_initiator(metastore_url=url) == []
+    monkeypatch.setenv("ACIDORC_AUTO_COMPACT", "true")  # on for this call (off while building the table)
     assert maybe_compact_after_commit(str(tmp_path / "nowhere"), url, [""]) == []
 
 
