@@ -22,3 +22,12 @@ def test_upsert_example(spark, tmp_path, capsys):
     assert final == [(1, "ann@example.com", "FR"), (4, "DEE@EXAMPLE.COM", "DE"), (5, "eve@example.com", "FR")]
     out = capsys.readouterr().out
     assert "'numUpdatedRows': 1, 'numDeletedRows': 1, 'numInsertedRows': 1" in out
+
+
+def test_compaction_example(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("ACIDORC_METASTORE_URL", f"sqlite:///{tmp_path}/store.db")
+    seen = load("compaction").run(tmp_path)
+    expected = [i for i in range(24) if i % 5 != 0]  # 12 appends of two ids, then DELETE id % 5 = 0
+    assert seen["before"] == expected and seen["after"] == expected
+    assert len(seen["directories"]) == 1 and seen["directories"][0].startswith("base_0000013_v")
+    assert seen["removed"] == 13 + 2  # the 13 original deltas and the two minor outputs the base superseded
