@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from .errors import InvalidOptionError, NotAnAcidTableError, NotEnoughHistoryError
 from .layout.names import is_hidden, parse_dir_name
-from .layout.table_dirs import FULL_ACID, INSERT_ONLY, acid_state_for, discover_layout, has_acid_layout
+from .layout.table_dirs import FULL_ACID, INSERT_ONLY, acid_state_for, data_files, discover_layout, has_acid_layout
 from .layout.writeids import ValidTxnList, ValidWriteIdList
 from .metastore import Metastore
 from .metastore.engine import check_shareable, sqlite_store_missing
@@ -68,8 +68,7 @@ def resolve_table(location: str, *, metastore_url: str | None = None, storage_op
             write_ids, txns = store.snapshot_as_of(info.table_id, version)
         else:
             write_ids, txns = store.snapshot(info.table_id)
-            latest = store.history(info.table_id, limit=1)
-            version = latest[0]["write_id"] if latest else 0
+            version = _latest_version(store, info.table_id)
         if snapshot.write_ids is not None:
             write_ids = _narrowed(snapshot.write_ids, write_ids)
             version = None
@@ -95,6 +94,19 @@ def resolve_table(location: str, *, metastore_url: str | None = None, storage_op
                          kind, info, version)
 
 
+def _latest_version(store, table_id: int) -> int:
+    """The newest committed write id (0: none yet). Compactions are history entries without
+    a write id: they change files, not the table's version."""
+    for limit in (4, None):
+        entries = store.history(table_id, limit=limit)
+        for entry in entries:
+            if entry["write_id"] is not None:
+                return entry["write_id"]
+        if limit is not None and len(entries) < limit:
+            break
+    return 0
+
+
 def _check_history(store, info, layout, write_ids: ValidWriteIdList, txns: ValidTxnList) -> None:
     """A past snapshot needs the directories of every write id it sees. Compaction replaces
     them with outputs a past snapshot must not use (they also hold later writes), and the
@@ -108,6 +120,8 @@ def _check_history(store, info, layout, write_ids: ValidWriteIdList, txns: Valid
     root = layout.storage.root.rstrip("/")
     listed = {p.path[len(root):].strip("/"): p for p in layout.partitions}
     snapshot = str(write_ids)
+    for pdir in layout.partitions:  # rows no write id owns: original (pre-ACID) files
+        _check_originals(layout, pdir, write_ids, txns, snapshot)
     for part, wanted in sorted(needed.items()):
         pdir = listed.get(part)
         if pdir is None:
@@ -121,6 +135,34 @@ def _check_history(store, info, layout, write_ids: ValidWriteIdList, txns: Valid
             later = sorted(e.name for e in layout.listings[pdir.path]
                            if e.is_dir and (p := parse_dir_name(e.name)) is not None and p.visibility_txn_id)
             raise NotEnoughHistoryError(pdir.path, ", ".join(later) or "(directories removed)", snapshot)
+
+
+def _check_originals(layout, pdir, write_ids: ValidWriteIdList, txns: ValidTxnList, snapshot: str) -> None:
+    """A past snapshot that reads no base would read the partition's original files; once a
+    major compaction folded them into a base (rows with originalTransaction 0) and the cleaner
+    removed them, that snapshot cannot be read: an error, never a table without those rows."""
+    state = acid_state_for(layout, pdir, write_ids, txns)
+    if state.base is not None or state.originals:
+        return
+    for entry in layout.listings[pdir.path]:
+        parsed = parse_dir_name(entry.name) if entry.is_dir else None
+        if parsed is None or not parsed.is_base or not parsed.visibility_txn_id:
+            continue
+        if any(_holds_original_rows(layout.storage, f.path) for f in data_files(layout.storage, entry.path)):
+            raise NotEnoughHistoryError(pdir.path, entry.name, snapshot)
+
+
+def _holds_original_rows(storage: Storage, path: str) -> bool:
+    """Whether an ACID file's first row (rows are sorted by originalTransaction) came from an
+    original file."""
+    import pyarrow.orc as paorc
+
+    with storage.open_input(path) as f:
+        orc = paorc.ORCFile(f)
+        if orc.nrows == 0 or "originalTransaction" not in orc.schema.names:
+            return False
+        first = orc.read_stripe(0, columns=["originalTransaction"]).column(0)
+        return len(first) > 0 and first[0].as_py() == 0
 
 
 def _table_kind(location, info, layout, write_ids, txns, table_type: str) -> str:

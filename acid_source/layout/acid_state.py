@@ -168,9 +168,12 @@ def _find_best_working_deltas(candidates, base, write_ids, obsolete) -> list[Aci
         elif p.max_write_id == current and last_stmt >= 0:
             kept.append(d)
             prev = p
-        elif prev is not None and (p.min_write_id, p.max_write_id, p.statement_id) == (
-            prev.min_write_id, prev.max_write_id, prev.statement_id
-        ):
+        elif (prev is not None and p.is_delete != prev.is_delete
+              and (p.min_write_id, p.max_write_id, p.statement_id)
+              == (prev.min_write_id, prev.max_write_id, prev.statement_id)):
+            # the delete_delta_x_y of a delta_x_y (split update, or one minor compaction's two
+            # outputs); a second directory of the same kind and range (a range compacted twice)
+            # holds the same events again and is obsolete
             kept.append(d)
             prev = p
         else:

@@ -142,8 +142,10 @@ def _nothing_to_do(kind: str, state: AcidState, write_ids: ValidWriteIdList) -> 
     if kind == MINOR:
         if not state.deltas:
             return "no deltas"
-        if len(inserts) < 2 and len(deletes) < 2 and not state.aborted:
-            return "fewer than two deltas of a kind and no aborted directories"
+        if len(inserts) < 2 and len(deletes) < 2:
+            # as Hive's compactor: nothing to merge (aborted directories are the cleaner's);
+            # compacting one delta again would give a second directory of the same range
+            return "fewer than two deltas of a kind"
         return None
     if not state.deltas and not state.originals:
         return "nothing but a base" if state.base is not None else "no data"

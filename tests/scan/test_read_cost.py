@@ -1,0 +1,118 @@
+"""Read cost after compaction, counted in files opened (not wall time).
+
+A partitioned (2 partitions), bucketed (2 buckets) table gets 30 small appends and 10 DELETEs.
+Every ORC open of a full engine-free scan goes through ``Storage.open_input``; a counting
+wrapper (calling the real method) records the paths. The expected sets come from listing the
+table directory here: before compaction every bucket file of every delta and delete delta, each
+opened once; after a minor compaction the files of the ``_vT`` delta and delete delta of each
+partition (2 partitions x 2 kinds x 2 buckets); after a major compaction one file per bucket per
+partition. The rows stay the same throughout (checked against a plain-Python model).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import Counter
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from acid_source import create_table
+from acid_source.storage import Storage
+from acid_source.table import AcidTable
+
+SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string()), ("p", pa.string())])
+PARTS = ("a", "b")
+BUCKETS = 2
+ROWS_PER_APPEND = 16
+
+
+@pytest.fixture(autouse=True)
+def private_store(tmp_path, monkeypatch):
+    monkeypatch.setenv("ACIDORC_METASTORE_URL", f"sqlite:///{tmp_path}/store.db")
+
+
+@pytest.fixture
+def opened(monkeypatch) -> list[str]:
+    """Every path ``Storage.open_input`` opens from now on (the real method does the work)."""
+    calls: list[str] = []
+    real = Storage.open_input
+
+    def counting(self, path, length=None):
+        calls.append(os.path.normpath(path))
+        return real(self, path, length)
+
+    monkeypatch.setattr(Storage, "open_input", counting)
+    return calls
+
+
+def bucket_files(location: str, dir_pattern: str) -> set[str]:
+    """The ``bucket_N`` files of the directories (of any partition) whose names match."""
+    out = set()
+    for part in Path(location).iterdir():
+        for d in part.iterdir():
+            if d.is_dir() and re.fullmatch(dir_pattern, d.name):
+                out |= {os.path.normpath(str(f)) for f in d.iterdir() if re.fullmatch(r"bucket_\d{5}", f.name)}
+    return out
+
+
+def scan_cost(table: AcidTable, opened: list[str], **scan_args) -> tuple[list[tuple], Counter]:
+    opened.clear()
+    data = table.scan(**scan_args).toArrow()
+    rows = sorted(zip(*(data.column(c).to_pylist() for c in data.column_names)))
+    return rows, Counter(opened)
+
+
+def test_files_opened_by_a_full_scan_before_and_after_minor_and_major_compaction(tmp_path, opened):
+    location = str(tmp_path / "t")
+    create_table(location, SCHEMA, partition_columns=["p"], bucket_columns=["id"], num_buckets=BUCKETS)
+    t = AcidTable.load(location)
+    model: dict[int, tuple[str, str]] = {}
+    next_id = 0
+    for w in range(30):
+        ids = list(range(next_id, next_id + ROWS_PER_APPEND))
+        next_id += ROWS_PER_APPEND
+        parts = [PARTS[i % 2] for i in ids]
+        t.append(pa.table({"id": pa.array(ids, pa.int64()), "v": [f"w{w}"] * len(ids), "p": parts}))
+        model.update({i: (f"w{w}", p) for i, p in zip(ids, parts)})
+        if w % 3 == 2:  # a DELETE after every third append: 10 of them; each takes the whole
+            # previous append (rows in every bucket of every partition) and a few more rows
+            r = w // 3
+            gone = {i for i, (v, _) in model.items() if v == f"w{w - 1}" or i % 15 == r}
+            assert t.delete(f"v = 'w{w - 1}' OR id % 15 = {r}")["numDeletedRows"] == len(gone)
+            model = {i: row for i, row in model.items() if i not in gone}
+    expected_rows = sorted((i, v, p) for i, (v, p) in model.items())
+
+    # the layout the writes made: every append wrote both buckets of both partitions, every
+    # DELETE both buckets of both partitions (so the counts below are the layout's, exactly)
+    inserts = bucket_files(location, r"delta_\d+_\d+_\d+")
+    deletes = bucket_files(location, r"delete_delta_\d+_\d+_\d+")
+    assert len(inserts) == 30 * len(PARTS) * BUCKETS and len(deletes) == 10 * len(PARTS) * BUCKETS
+
+    rows, counts = scan_cost(t, opened)
+    assert rows == expected_rows
+    assert set(counts) == inserts | deletes and len(counts) == 160  # every file of the snapshot ...
+    assert set(counts.values()) == {1}  # ... opened once: not once per split, not per delete delta
+
+    minor = t.compact("minor")
+    v = f"_v{minor['txnId']:07d}"
+    compacted = bucket_files(location, rf"(delete_)?delta_\d+_\d+{v}")
+    assert len(compacted) == len(PARTS) * 2 * BUCKETS  # per partition: a delta and a delete delta, per bucket
+    rows, counts = scan_cost(t, opened)
+    assert rows == expected_rows
+    assert set(counts) == compacted and set(counts.values()) == {1}  # 8 files, not 160
+
+    major = t.compact("major")
+    v = f"_v{major['txnId']:07d}"
+    bases = bucket_files(location, rf"base_\d+{v}")
+    assert len(bases) == len(PARTS) * BUCKETS
+    rows, counts = scan_cost(t, opened)
+    assert rows == expected_rows
+    assert set(counts) == bases and set(counts.values()) == {1}  # one file per bucket per partition
+
+    # vacuum removes the inputs; a scan opens exactly the same files
+    t.vacuum(retentionSeconds=0)
+    rows, counts = scan_cost(t, opened)
+    assert rows == expected_rows and set(counts) == bases and sum(counts.values()) == len(bases)
