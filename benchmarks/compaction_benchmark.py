@@ -1,0 +1,835 @@
+"""Compaction benchmark: how a full scan slows down as small appends and deletes pile up as
+deltas (after 10, 50 and 200 steps), what minor and major compaction give back, and what a
+compaction costs - in-process and as a Spark job - against a native Spark rewrite of the same
+rows (``spark.read.orc`` + ``write.orc``), all in one run.
+
+    python benchmarks/compaction_benchmark.py [--rows N] [--steps 10,50,200] [--repeat K]
+
+See benchmarks/README.md for what is measured and how to read the table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import datetime as dt
+import json
+import os
+import pstats
+import shutil
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import numpy as np  # noqa: E402
+import pyarrow as pa  # noqa: E402
+from bench_table import ARROW_SCHEMA, columns_for  # noqa: E402
+from dml_benchmark import DmlMeter, arrow_rows, ensure_plain, fingerprint  # noqa: E402
+from read_benchmark import _cumtime, _rel, core_scan, load_average, log, machine_info, spark_version  # noqa: E402
+
+import acid_source  # noqa: E402
+from acid_source.storage import Storage  # noqa: E402
+
+SEED = 20261124
+#: the per-delta read overhead at the last checkpoint may be at most this multiple of the one
+#: at the checkpoint before it; a quadratic cost would make it grow like the number of deltas
+LINEAR_TOLERANCE = 1.5
+
+
+# --- the history's expected state, kept with numpy --------------------------------------------------
+class Expected:
+    """Which ids are visible: the base ids 0..rows-1, plus every appended id, minus every
+    deleted id. Values are functions of the id (bench_table.columns_for), so count, sum(id) and
+    sum(price) follow from this alone, never from reading the table."""
+
+    def __init__(self, rows: int, capacity: int):
+        self.alive = np.zeros(capacity, dtype=bool)
+        self.alive[:rows] = True
+        self.next_id = rows
+        self.rng = np.random.default_rng(SEED)
+
+    def append(self, k: int) -> np.ndarray:
+        ids = np.arange(self.next_id, self.next_id + k, dtype=np.int64)
+        self.alive[ids] = True
+        self.next_id += k
+        return ids
+
+    def pick_deletes(self, d: int) -> np.ndarray:
+        """``d`` distinct visible ids, anywhere in the table (base and appended rows)."""
+        candidates = np.flatnonzero(self.alive)
+        ids = np.sort(self.rng.choice(candidates, size=min(d, len(candidates)), replace=False))
+        self.alive[ids] = False
+        return ids.astype(np.int64)
+
+    def summary(self) -> dict:
+        ids = np.flatnonzero(self.alive).astype(np.int64)
+        return {"rows": int(len(ids)), "sum_id": int(ids.sum()),
+                "sum_price_cents": int(columns_for(ids)["price"].sum()) if len(ids) else 0}
+
+
+# --- layout and read-cost counters ---------------------------------------------------------------------
+def layout_of(table: Path) -> dict:
+    """Directories by kind, data files and bytes (hidden files such as _orc_acid_version aside)."""
+    kinds = {"base": 0, "delta": 0, "delete_delta": 0}
+    files = size = 0
+    for d in table.iterdir():
+        if not d.is_dir() or d.name.startswith(("_", ".")):
+            continue
+        kind = "delete_delta" if d.name.startswith("delete_delta_") else d.name.split("_", 1)[0]
+        if kind in kinds:
+            kinds[kind] += 1
+        for f in d.iterdir():
+            if f.is_file() and not f.name.startswith(("_", ".")):
+                files += 1
+                size += f.stat().st_size
+    return {"dirs": kinds, "delta_dirs": kinds["delta"] + kinds["delete_delta"], "files": files, "bytes": size}
+
+
+def counted_core_scan(table: str, url: str) -> dict:
+    """One in-process plan + read of every split (read_benchmark.core_scan: acidorc's
+    ScanMetrics) with every Storage.open_input (a file opened, footers included) and
+    Storage.list_dir (a directory listed) counted."""
+    counts = {"open_input": 0, "list_dir": 0}
+    paths: set[str] = set()
+    real_open, real_list = Storage.open_input, Storage.list_dir
+
+    def open_input(self, path, length=None):
+        counts["open_input"] += 1
+        paths.add(path)
+        return real_open(self, path, length)
+
+    def list_dir(self, path):
+        counts["list_dir"] += 1
+        return real_list(self, path)
+
+    Storage.open_input, Storage.list_dir = open_input, list_dir
+    try:
+        result = core_scan(table, {"metastoreUrl": url, "readLeaseSeconds": "0"}, checksum=True)
+    finally:
+        Storage.open_input, Storage.list_dir = real_open, real_list
+    result.update({"files_opened": counts["open_input"], "distinct_files_opened": len(paths),
+                   "dirs_listed": counts["list_dir"]})
+    return result
+
+
+def call_counts(fn) -> dict[str, int]:
+    """How often each function ran during ``fn()`` (cProfile; deterministic, unlike time): a
+    cost quadratic in the deltas shows as a function whose calls grow with their square."""
+    prof = cProfile.Profile()
+    prof.enable()
+    try:
+        fn()
+    finally:
+        prof.disable()
+    counts = {}
+    for (file, line, func), (_cc, nc, _tt, _ct, _) in pstats.Stats(prof).stats.items():
+        if "acid_source" in Path(file).parts:
+            where = "acid_source/" + "/".join(Path(file).parts[Path(file).parts.index("acid_source") + 1:])
+        else:
+            where = f"{Path(file).parent.name}/{Path(file).name}"
+        name = f"{where}:{line}({func})" if line else func
+        counts[name] = counts.get(name, 0) + nc
+    return counts
+
+
+def best_scan(table: str, url: str, repeat: int) -> tuple[float, float]:
+    """Best wall and CPU seconds (this process, all threads) of ``repeat`` engine-free scans
+    (AcidTable.load(p).scan().count()): the least disturbed by a busy machine."""
+    from acid_source.table import AcidTable
+
+    walls, cpus = [], []
+    for _ in range(repeat):
+        c0, t0 = time.process_time(), time.perf_counter()
+        AcidTable.load(table, metastoreUrl=url).scan().count()
+        walls.append(time.perf_counter() - t0)
+        cpus.append(time.process_time() - c0)
+    return min(walls), min(cpus)
+
+
+def fit_growth(points: list[tuple[int, float]]) -> dict | None:
+    """Least squares of extra = c*D + q*D^2 (no intercept: no deltas, no extra cost) over
+    (delta dirs D, extra cost) points; with the quadratic term's share of the extra at the
+    largest D (a cost linear in the deltas leaves q ~ 0)."""
+    pts = [(d, e) for d, e in points if d > 0]
+    if len(pts) < 3:
+        return None
+    d = np.array([p[0] for p in pts], dtype=float)
+    e = np.array([p[1] for p in pts], dtype=float)
+    (c, q), *_ = np.linalg.lstsq(np.stack([d, d * d], axis=1), e, rcond=None)
+    dmax = float(d.max())
+    total = c * dmax + q * dmax * dmax
+    return {"c": float(c), "q": float(q), "max_deltas": int(dmax), "extra_at_max": float(total),
+            "quadratic_share_at_max": round(float(q * dmax * dmax / total), 3) if total > 0 else None}
+
+
+def superlinear_calls(first: dict, last: dict, d_first: int, d_last: int, min_calls: int = 2000) -> list[dict]:
+    """Functions whose call count grew more than LINEAR_TOLERANCE times faster than the deltas
+    between two states (and ran at least ``min_calls`` times at the last one)."""
+    growth = d_last / d_first
+    found = []
+    for name, n in last.items():
+        n0 = first.get(name, 0)
+        if n >= min_calls and n0 > 0 and n / n0 > LINEAR_TOLERANCE * growth:
+            found.append({"function": name, "calls": [n0, n], "growth": round(n / n0, 1),
+                          "deltas_growth": round(growth, 1)})
+    return sorted(found, key=lambda f: (not f["function"].startswith("acid_source/"), -f["calls"][1]))
+
+
+# --- profiles -------------------------------------------------------------------------------------------
+def profile_call(fn, out: Path) -> dict:
+    """cProfile ``fn()`` in this process: where its time goes, by a few of acidorc's stages and
+    by the functions with the most own time."""
+    prof = cProfile.Profile()
+    t0 = time.perf_counter()
+    prof.enable()
+    try:
+        fn()
+    finally:
+        prof.disable()
+    seconds = time.perf_counter() - t0
+    stats = pstats.Stats(prof)
+    total = sum(v[2] for v in stats.stats.values())
+    files, visibility = "acid_source/orc/files.py", "scan/visibility.py"
+    stages = {
+        "planning (TableScan.plan: snapshot, listing, acid state, splits)": _cumtime(stats, "plan", "scan/planner.py"),
+        "directory listings (Storage.list_dir)": _cumtime(stats, "list_dir", "acid_source/storage.py"),
+        "file opens + footers (OrcFile._orc)": _cumtime(stats, "_orc", files),
+        "ACID v1 check of every delta file (needs_collapse)": _cumtime(stats, "needs_collapse", ""),
+        "delete events (_load_deletes: read delete stripes, KeySet sort)": _cumtime(stats, "_load_deletes", visibility),
+        "ORC stripe decode (OrcFile.read_stripe)": _cumtime(stats, "read_stripe", files),
+        "anti-join probe (KeySet.contains)": _cumtime(stats, "contains", visibility),
+        "k-way merge of minor compaction (merge_by_row_id)": _cumtime(stats, "merge_by_row_id", "compaction_tasks"),
+        "event writer (KeyedEventWriter.write_*)": _cumtime(stats, "write_events", "orc/writer.py")
+        + _cumtime(stats, "write_rows", "orc/writer.py"),
+        "transaction store (SQLAlchemy execute)": _cumtime(stats, "execute", "sqlalchemy/engine/base.py"),
+    }
+    prof.dump_stats(str(out))
+    top = sorted(((tt, ct, nc, f"{Path(file).name}:{line}({func})" if line else func)
+                  for (file, line, func), (cc, nc, tt, ct, _) in stats.stats.items()), reverse=True)
+    return {"seconds_under_profiler": round(seconds, 3), "total_seconds": round(total, 3), "profile_file": _rel(out),
+            "stages": {k: round(v, 3) for k, v in stages.items() if v > 0},
+            "top_functions": [{"tottime": round(tt, 3), "cumtime": round(ct, 3), "calls": nc, "function": fn}
+                              for tt, ct, nc, fn in top[:15]]}
+
+
+def profile_lines(p: dict) -> list[str]:
+    total = p["total_seconds"] or 1.0
+    out = [f"    {label:<70}{secs:>7.2f}s {100 * secs / total:>5.1f}%  (cumulative; stages overlap)"
+           for label, secs in p["stages"].items()]
+    out.append("    most own time:")
+    out += [f"      {f['tottime']:>6.2f}s own {f['cumtime']:>6.2f}s cum {f['calls']:>8} calls  {f['function']}"
+            for f in p["top_functions"][:8]]
+    return out
+
+
+# --- copies of a table state (files + transaction store) ---------------------------------------------
+def copy_store(src_db: Path, dst_db: Path) -> None:
+    """A consistent copy of a SQLite transaction store (SQLite's online backup)."""
+    src, dst = sqlite3.connect(str(src_db)), sqlite3.connect(str(dst_db))
+    try:
+        src.backup(dst)
+    finally:
+        src.close()
+        dst.close()
+
+
+def link_tree(src: Path, dst: Path) -> None:
+    """``dst`` as a copy of ``src`` made of hard links: acidorc never changes a written file, it
+    only adds directories and the cleaner removes whole ones, so the links stay a frozen copy."""
+    shutil.copytree(src, dst, copy_function=os.link)
+
+
+def median(values):
+    return statistics.median(values) if values else None
+
+
+# --- main -------------------------------------------------------------------------------------------------
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rows", type=int, default=2_000_000, help="rows of the base (default 2M)")
+    ap.add_argument("--steps", default="10,50,200", help="checkpoints: scans after this many steps (default 10,50,200)")
+    ap.add_argument("--append-rows", type=int, default=1000, help="rows appended by every step (default 1000)")
+    ap.add_argument("--delete-every", type=int, default=2, help="every Nth step also deletes rows (default 2)")
+    ap.add_argument("--delete-rows", type=int, default=5, help="rows deleted by a deleting step (default 5)")
+    ap.add_argument("--repeat", type=int, default=3, help="timed scans per scenario and checkpoint, after a warm-up")
+    ap.add_argument("--light-every", type=int, default=25,
+                    help="also an in-process scan (best of --light-repeat, files opened, call counts) every N steps "
+                         "(default 25; 0: only at the checkpoints)")
+    ap.add_argument("--light-repeat", type=int, default=3, help="engine-free scans per in-process point (best of)")
+    ap.add_argument("--rewrite-repeat", type=int, default=3, help="timed native rewrites (default 3)")
+    ap.add_argument("--direct-major", choices=("yes", "no"), default="yes",
+                    help="also time a major compaction straight from the last checkpoint (no minor first)")
+    ap.add_argument("--compaction-probes", choices=("yes", "no"), default="yes",
+                    help="at every checkpoint, time an in-process minor and major compaction on a copy (and count "
+                         "the minor one's calls), to see how compaction cost grows with the deltas")
+    ap.add_argument("--profile", choices=("auto", "always", "never"), default="auto",
+                    help="cProfile the in-process scan at the last checkpoint and an in-process minor and major "
+                         "compaction (auto: when the read cost grows faster than linearly in the deltas)")
+    ap.add_argument("--tasks", type=int, default=2, help="files of the plain base = bucket files of the table")
+    ap.add_argument("--driver-memory", default="4g")
+    ap.add_argument("--data-dir", type=Path, default=HERE / "data", help="cache of the plain base (git-ignored)")
+    ap.add_argument("--work-dir", type=Path, default=None, help="where tables go (default: a fresh temp dir)")
+    ap.add_argument("--results-dir", type=Path, default=HERE / "results")
+    args = ap.parse_args(argv)
+    try:
+        steps = sorted({int(s) for s in args.steps.split(",") if s.strip()})
+    except ValueError:
+        ap.error("--steps: comma-separated step counts, e.g. 10,50,200")
+    if not steps or steps[0] < 1:
+        ap.error("--steps: at least one positive step count")
+    if (args.rows < 10_000 or args.append_rows < 1 or args.delete_every < 1 or args.delete_rows < 1
+            or args.repeat < 1 or args.rewrite_repeat < 1 or args.tasks < 1 or args.light_every < 0
+            or args.light_repeat < 1):
+        ap.error("--rows >= 10000; --append-rows, --delete-every, --delete-rows, --repeat, --tasks >= 1")
+    args.steps_list = steps
+
+    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    if args.work_dir:
+        args.work_dir.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="acidorc-compaction-bench-", dir=args.work_dir))
+    # our own transaction store (every call passes its URL too), set before Spark starts so that
+    # its Python workers inherit it; no automatic compaction: the deltas must pile up
+    os.environ["ACIDORC_METASTORE_URL"] = f"sqlite:///{work / 'store-main.db'}"
+    os.environ["ACIDORC_AUTO_COMPACT"] = "false"
+    try:
+        return run(args, stamp, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def run(args, stamp: str, work: Path) -> int:
+    from acid_source.table import AcidTable
+
+    t_start = time.perf_counter()
+    steps = args.steps_list
+    table = work / "table"  # one location; each chain of compactions gets its own store
+    store_main = work / "store-main.db"
+    url_main = f"sqlite:///{store_main}"
+    log(f"work dir {work}, store {url_main}")
+
+    log("starting Spark (local[2]) ...")
+    conf = {"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
+            "spark.sql.shuffle.partitions": "2", "spark.driver.memory": args.driver_memory,
+            "spark.sql.session.timeZone": "UTC", "spark.sql.warehouse.dir": str(work / "spark-warehouse")}
+    spark = acid_source.get_or_create_session(app_name="acidorc-compaction-benchmark", master="local[2]", conf=conf)
+    spark.sparkContext.setLogLevel("ERROR")
+    native_codec = spark.conf.get("spark.sql.orc.compression.codec")
+    meter = DmlMeter(spark)
+
+    def acid_df(url):
+        # a new DataFrame per query: planning (snapshot, listing every delta) is part of the cost.
+        # No read lease: the benchmark never cleans while it reads, and a Spark read's lease
+        # outlives the query (readLeaseSeconds) - it would keep vacuum from removing anything
+        return (spark.read.format("acidorc").option("metastoreUrl", url).option("readLeaseSeconds", "0")
+                .load(str(table)))
+
+    # 1. the base: plain ORC (cached), appended through Spark, major-compacted into a base
+    t0 = time.perf_counter()
+    plain, manifest = ensure_plain(spark, args.rows, args.tasks, args.data_dir, work)
+    log(f"plain base {plain}: {len(manifest['files'])} files ({'cached' if manifest['cached'] else 'built'}, "
+        f"{time.perf_counter() - t0:.1f}s)")
+    capacity = args.rows + steps[-1] * args.append_rows
+    expected = Expected(args.rows, capacity)
+    t0 = time.perf_counter()
+    acid_source.create_table(str(table), ARROW_SCHEMA, metastore_url=url_main)
+    spark.read.orc(str(plain)).write.format("acidorc").option("metastoreUrl", url_main).mode("append") \
+        .save(str(table))
+    append_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    base_major = AcidTable.load(str(table), metastoreUrl=url_main).compact("major")
+    base_major_s = time.perf_counter() - t0
+    AcidTable.load(str(table), metastoreUrl=url_main).vacuum(retentionSeconds=0)
+    log(f"acidorc table: Spark append {append_s:.1f}s, then major compaction in-process {base_major_s:.1f}s -> "
+        f"{', '.join(base_major['outputDirs'])} ({base_major['numOutputFiles']} files)")
+
+    checkpoints: list[dict] = []
+    step_log: list[dict] = []
+
+    def verify_acid(url: str, want: dict, what: str) -> dict:
+        fp = fingerprint(acid_df(url))
+        bad = [k for k in ("rows", "sum_id", "sum_price_cents") if fp[k] != want[k]]
+        if bad:
+            raise SystemExit(f"{what}: acidorc reads {fp}, expected {want} (differs in {bad})")
+        return fp
+
+    light_points: list[dict] = []
+
+    def light(label: str, url: str, steps_done: int) -> dict:
+        """The in-process view of one state, cheap enough for many points of the history: best
+        of ``--light-repeat`` engine-free scans, files opened and directories listed, and how
+        often each function ran (cProfile call counts)."""
+        want = expected.summary()
+        counted = counted_core_scan(str(table), url)
+        if (counted["rows"], counted["sum_id"]) != (want["rows"], want["sum_id"]):
+            raise SystemExit(f"{label}: in-process read returned {counted['rows']} rows / {counted['sum_id']}, "
+                             f"expected {want['rows']} / {want['sum_id']}")
+        wall, cpu = best_scan(str(table), url, args.light_repeat)
+        calls = call_counts(lambda: AcidTable.load(str(table), metastoreUrl=url).scan().count())
+        point = {"label": label, "steps": steps_done, "layout": layout_of(table), "rows": want["rows"],
+                 "engine_free_best_s": round(wall, 4), "engine_free_best_cpu_s": round(cpu, 4),
+                 "python_calls": sum(calls.values()),
+                 "calls": {k: v for k, v in sorted(calls.items(), key=lambda kv: -kv[1]) if v >= 200},
+                 **{k: counted[k] for k in ("splits", "plan_seconds", "read_seconds", "files_opened",
+                                            "distinct_files_opened", "dirs_listed", "metrics")}}
+        light_points.append(point)
+        return point
+
+    probes: list[dict] = []
+
+    def compaction_probe(steps_done: int) -> dict:
+        """Minor and major compaction in-process of the current state, each on a copy of the
+        store, the files put back afterwards (hard links): their time and CPU, and the minor
+        one's call counts (a third run, under cProfile), so that a cost quadratic in the
+        deltas shows across the checkpoints. The main history never sees these compactions."""
+        frozen_now = work / "probe-frozen"
+        link_tree(table, frozen_now)
+        probe = {"steps": steps_done, "delta_dirs": layout_of(table)["delta_dirs"]}
+        try:
+            for name, kind in (("minor", "minor"), ("minor_calls", "minor"), ("major", "major")):
+                db = work / f"store-probe-{name}.db"
+                copy_store(store_main, db)
+                target = AcidTable.load(str(table), metastoreUrl=f"sqlite:///{db}")
+                if name == "minor_calls":
+                    calls = call_counts(lambda: target.compact(kind))
+                    probe["minor_python_calls"] = sum(calls.values())
+                    probe["minor_calls"] = {k: v for k, v in sorted(calls.items(), key=lambda kv: -kv[1]) if v >= 200}
+                else:
+                    c0, t0 = time.process_time(), time.perf_counter()
+                    m = target.compact(kind)
+                    probe[f"{name}_s"] = round(time.perf_counter() - t0, 3)
+                    probe[f"{name}_cpu_s"] = round(time.process_time() - c0, 3)
+                    probe[f"{name}_input_files"] = m["numInputFiles"]
+                shutil.rmtree(table)
+                link_tree(frozen_now, table)
+                db.unlink()
+        finally:
+            if not table.exists():
+                link_tree(frozen_now, table)
+            shutil.rmtree(frozen_now)
+        probes.append(probe)
+        log(f"  compaction probe at {steps_done} steps (in-process, on a copy): minor {probe['minor_s']:.2f}s "
+            f"({probe['minor_python_calls']:,} Python calls), major {probe['major_s']:.2f}s")
+        return probe
+
+    def measure(label: str, url: str, native: Path | None, deltas_written: int) -> dict:
+        """Scan times at one state of the table, verified; native copy written if not given."""
+        want = expected.summary()
+        lay = layout_of(table)
+        fp = verify_acid(url, want, label)
+        if native is None:
+            native = work / f"native-{len(checkpoints):02d}"
+            acid_df(url).write.orc(str(native))
+        nfp = fingerprint(spark.read.orc(str(native)))
+        if nfp != fp:
+            raise SystemExit(f"{label}: the native copy reads {nfp}, acidorc {fp}")
+        counted = light(label, url, deltas_written)
+
+        def engine_free():
+            n = AcidTable.load(str(table), metastoreUrl=url).scan().count()
+            if n != want["rows"]:
+                raise SystemExit(f"{label}: AcidTable.scan().count() = {n}, expected {want['rows']}")
+
+        scenarios = {
+            "spark_acidorc": lambda: acid_df(url).write.format("noop").mode("overwrite").save(),
+            "spark_native": lambda: spark.read.orc(str(native)).write.format("noop").mode("overwrite").save(),
+            "engine_free": engine_free,
+        }
+        runs: dict[str, list[dict]] = {k: [] for k in scenarios}
+        for _ in range(1 if checkpoints else 3):  # warm-up (the first checkpoint also warms the JVM up)
+            for fn in scenarios.values():
+                meter.run(fn)
+        for _ in range(args.repeat):  # round-robin: drifting load hits every scenario alike
+            for k, fn in scenarios.items():
+                r = meter.run(fn)
+                runs[k].append({x: r[x] for x in ("wall", "jvm", "py", "driver", "others")})
+        med = {k: median([r["wall"] for r in v]) for k, v in runs.items()}
+        cpu = {k: round(sum(median([r[x] or 0.0 for r in v]) for x in ("jvm", "py", "driver")), 2)
+               for k, v in runs.items()}
+        cp = {"label": label, "steps": deltas_written, "layout": lay, "expected": want, "fingerprint": fp,
+              "native_dir": str(native), "median_seconds": {k: round(v, 3) for k, v in med.items()},
+              "cpu_seconds_median": cpu,
+              "runs": {k: [round(r["wall"], 3) for r in v] for k, v in runs.items()},
+              "others_cpu": sum(r["others"] or 0.0 for v in runs.values() for r in v),
+              "timed_wall": sum(r["wall"] for v in runs.values() for r in v),
+              "load_average": load_average(),
+              "in_process": {k: counted[k] for k in ("splits", "plan_seconds", "read_seconds", "files_opened",
+                                                        "distinct_files_opened", "dirs_listed", "metrics",
+                                                        "engine_free_best_s", "python_calls")}}
+        checkpoints.append(cp)
+        log(f"  {label}: {lay['delta_dirs']} delta dirs, {lay['files']} files, {want['rows']:,} rows; "
+            f"Spark acidorc {med['spark_acidorc']:.2f}s, native {med['spark_native']:.2f}s, "
+            f"engine-free {med['engine_free']:.2f}s; files opened {counted['files_opened']} "
+            f"(load {cp['load_average']})")
+        return cp
+
+    # 2. the history: small appends and deletes, scans at every checkpoint
+    log("checkpoint 0 (base only) ...")
+    measure("base only", url_main, None, 0)
+    t_hist = time.perf_counter()
+    for step in range(1, steps[-1] + 1):
+        tbl = AcidTable.load(str(table), metastoreUrl=url_main)
+        ids = expected.append(args.append_rows)
+        t0 = time.perf_counter()
+        m = tbl.append(arrow_rows(ids))
+        entry = {"step": step, "append_s": round(time.perf_counter() - t0, 4), "delete_s": None}
+        if m["numOutputRows"] != args.append_rows:
+            raise SystemExit(f"step {step}: appended {m['numOutputRows']} rows, expected {args.append_rows}")
+        if step % args.delete_every == 0:
+            gone = expected.pick_deletes(args.delete_rows)
+            t0 = time.perf_counter()
+            m = tbl.delete(f"id IN ({', '.join(str(int(i)) for i in gone)})")
+            entry["delete_s"] = round(time.perf_counter() - t0, 4)
+            if m.get("numDeletedRows") != len(gone):
+                raise SystemExit(f"step {step}: deleted {m.get('numDeletedRows')} rows, expected {len(gone)}")
+        step_log.append(entry)
+        if step not in steps and args.light_every and step % args.light_every == 0:
+            p = light(f"{step} steps", url_main, step)
+            log(f"  {step} steps: {p['layout']['delta_dirs']} delta dirs; engine-free best "
+                f"{p['engine_free_best_s']:.2f}s, {p['files_opened']} files opened, {p['python_calls']:,} Python calls")
+        if step in steps:
+            log(f"checkpoint {step} steps ({time.perf_counter() - t_hist:.0f}s since the first step) ...")
+            measure(f"{step} steps", url_main, None, step)
+            if args.compaction_probes == "yes":
+                compaction_probe(step)
+    last = checkpoints[-1]
+    native_last = Path(last["native_dir"])
+    final_fp = last["fingerprint"]
+
+    # 3. the last state, frozen: its files (hard links) and copies of its store, one per chain
+    frozen = work / "table-frozen"
+    link_tree(table, frozen)
+    chains = ["spark"] + (["direct-inprocess", "direct-spark"] if args.direct_major == "yes" else [])
+    if args.profile != "never":
+        chains += ["profile", "profile2"]
+    stores = {}
+    for name in chains:
+        stores[name] = work / f"store-{name}.db"
+        copy_store(store_main, stores[name])
+
+    def restore(name: str) -> str:
+        """The table as it was at the last checkpoint, with its own copy of the store."""
+        shutil.rmtree(table)
+        link_tree(frozen, table)
+        return f"sqlite:///{stores[name]}"
+
+    # 4. the native rewrite of the same rows
+    rewrites = []
+    for i in range(args.rewrite_repeat + 1):
+        out = work / f"rewrite-{i}"
+        r = meter.run(lambda: spark.read.orc(str(native_last)).write.orc(str(out)))
+        if i == 0:  # warm-up, verified
+            if fingerprint(spark.read.orc(str(out))) != final_fp:
+                raise SystemExit("the native rewrite does not hold the table's rows")
+        else:
+            rewrites.append(r)
+        shutil.rmtree(out, ignore_errors=True)
+    rewrite_med = median([r["wall"] for r in rewrites])
+    rewrite_cpu = sum(median([r[x] or 0.0 for r in rewrites]) for x in ("jvm", "py", "driver"))
+    log(f"native rewrite (spark.read.orc + write.orc): median {rewrite_med:.2f}s "
+        f"({', '.join('%.2f' % r['wall'] for r in rewrites)})")
+
+    # 5. compactions, after one untimed run of each path on a tiny table of its own: the first
+    # compaction of a session imports the compactor and starts Spark's Python workers for it
+    t0 = time.perf_counter()
+    warm_db = work / "store-warmup.db"
+    warm_url, warm = f"sqlite:///{warm_db}", work / "warmup-table"
+    acid_source.create_table(str(warm), ARROW_SCHEMA, metastore_url=warm_url)
+    for engine in ("in-process", "spark"):
+        for kind in ("minor", "major"):
+            w = AcidTable.load(str(warm), metastoreUrl=warm_url)
+            w.append(arrow_rows(np.arange(0, 100, dtype=np.int64)))
+            w.append(arrow_rows(np.arange(100, 200, dtype=np.int64)))
+            w.delete("id < 10")
+            if engine == "spark":
+                w = AcidTable.forPath(spark, str(warm), metastoreUrl=warm_url)
+            w.compact(kind)
+    log(f"compaction warm-up (tiny table, each kind and engine once): {time.perf_counter() - t0:.1f}s")
+    compactions: list[dict] = []
+
+    def compact(label: str, kind: str, engine: str, url: str) -> dict:
+        if engine == "spark":
+            target = AcidTable.forPath(spark, str(table), metastoreUrl=url)
+        else:
+            target = AcidTable.load(str(table), metastoreUrl=url)
+        before = layout_of(table)
+        r = meter.run(lambda: target.compact(kind))
+        metrics = r["result"]
+        t0 = time.perf_counter()
+        vac = AcidTable.load(str(table), metastoreUrl=url).vacuum(retentionSeconds=0)
+        vacuum_s = time.perf_counter() - t0
+        after = layout_of(table)
+        fp = verify_acid(url, expected.summary(), label)
+        if fp["hash"] != final_fp["hash"]:
+            raise SystemExit(f"{label}: the compacted table reads {fp}, before it {final_fp}")
+        entry = {"label": label, "kind": kind, "engine": engine, "wall": round(r["wall"], 3),
+                 "cpu_jvm_py_driver": [round(r[x] or 0.0, 2) for x in ("jvm", "py", "driver")],
+                 "vs_native_rewrite": round(r["wall"] / rewrite_med, 3), "layout_before": before,
+                 "layout_after": after, "vacuum_seconds": round(vacuum_s, 3),
+                 "vacuum_removed_paths": vac["numRemovedPaths"], "vacuum_removed_bytes": vac["removedBytes"],
+                 "stages": r["stages"],
+                 "metrics": {k: v for k, v in metrics.items() if k not in ("vacuum", "partitions")}}
+        compactions.append(entry)
+        log(f"  {label}: {r['wall']:.2f}s ({entry['vs_native_rewrite']:.2f}x the native rewrite), "
+            f"{metrics['numInputFiles']} files / {metrics['numInputRows']:,} rows in -> "
+            f"{', '.join(metrics['outputDirs'])}; vacuum {vacuum_s:.2f}s removed {vac['numRemovedPaths']} dirs; "
+            "verified")
+        return entry
+
+    n_last = steps[-1]
+    log(f"compaction in-process of the {n_last}-step table, scans after each ...")
+    compact(f"minor, in-process ({n_last} steps)", "minor", "in-process", url_main)
+    measure("after minor", url_main, native_last, n_last)
+    compact("major, in-process (after minor)", "major", "in-process", url_main)
+    measure("after major", url_main, native_last, n_last)
+
+    log("compaction as a Spark job, from the same state ...")
+    url = restore("spark")
+    compact(f"minor, Spark job ({n_last} steps)", "minor", "spark", url)
+    compact("major, Spark job (after minor)", "major", "spark", url)
+    if args.direct_major == "yes":
+        compact(f"major, in-process ({n_last} steps, no minor)", "major", "in-process", restore("direct-inprocess"))
+        compact(f"major, Spark job ({n_last} steps, no minor)", "major", "spark", restore("direct-spark"))
+
+    # 6. is the read cost linear in the deltas? Beyond the data's own growth (the base-only cost
+    # scaled by rows), per delta directory: in-process best-of times, files opened, call counts
+    hist_pts = [p for p in light_points if not p["label"].startswith("after")]
+    p0 = hist_pts[0]
+    series = []
+    for p in hist_pts[1:]:
+        d = p["layout"]["delta_dirs"]
+        scale = p["rows"] / p0["rows"]
+        series.append({
+            "steps": p["steps"], "delta_dirs": d,
+            "extra_wall_s": p["engine_free_best_s"] - p0["engine_free_best_s"] * scale,
+            "extra_cpu_s": p["engine_free_best_cpu_s"] - p0["engine_free_best_cpu_s"] * scale,
+            "files_opened_per_delta": round((p["files_opened"] - p0["files_opened"]) / d, 3),
+            "calls_per_delta": round((p["python_calls"] - p0["python_calls"]) / d, 1),
+            "plan_ms_per_delta": round(1000 * (p["plan_seconds"] - p0["plan_seconds"]) / d, 3),
+        })
+    for row in series:
+        row["extra_wall_ms_per_delta"] = round(1000 * row["extra_wall_s"] / row["delta_dirs"], 3)
+        row["extra_cpu_ms_per_delta"] = round(1000 * row["extra_cpu_s"] / row["delta_dirs"], 3)
+    fits = {
+        "engine_free_wall": fit_growth([(r["delta_dirs"], r["extra_wall_s"]) for r in series]),
+        "engine_free_cpu": fit_growth([(r["delta_dirs"], r["extra_cpu_s"]) for r in series]),
+        "python_calls": fit_growth([(r["delta_dirs"], r["calls_per_delta"] * r["delta_dirs"]) for r in series]),
+    }
+    quadratic_calls: list[dict] = []
+    if series:
+        last_pt = hist_pts[-1]
+        d_last = last_pt["layout"]["delta_dirs"]
+        earlier = [p for p in hist_pts[1:-1] if p["layout"]["delta_dirs"] > 0]
+        if earlier:
+            first_pt = min(earlier, key=lambda p: abs(p["layout"]["delta_dirs"] - d_last / 4))
+            quadratic_calls = superlinear_calls(first_pt["calls"], last_pt["calls"],
+                                                first_pt["layout"]["delta_dirs"], d_last)
+            quadratic_calls = [dict(f, steps=[first_pt["steps"], last_pt["steps"]]) for f in quadratic_calls]
+    files_per_delta = [r["files_opened_per_delta"] for r in series]
+    files_linear = not files_per_delta or max(files_per_delta) <= LINEAR_TOLERANCE * max(1e-9, min(files_per_delta))
+    cpu_fit = fits["engine_free_cpu"]
+    time_quadratic = bool(cpu_fit and (cpu_fit["quadratic_share_at_max"] or 0) > 0.25)
+    superlinear = bool(quadratic_calls) or time_quadratic or not files_linear
+
+    # the Spark scans at the checkpoints, per delta (medians: noisier than the in-process best-of)
+    base_cp = checkpoints[0]
+    spark_growth = []
+    for cp in checkpoints[1:]:
+        if cp["label"].startswith("after"):
+            continue
+        d = cp["layout"]["delta_dirs"]
+        scale = cp["expected"]["rows"] / base_cp["expected"]["rows"]
+        row = {"steps": cp["steps"], "delta_dirs": d}
+        for k in ("spark_acidorc", "spark_native", "engine_free"):
+            row[f"{k}_wall_ms_per_delta"] = round(
+                1000 * (cp["median_seconds"][k] - base_cp["median_seconds"][k] * scale) / d, 2)
+            row[f"{k}_cpu_ms_per_delta"] = round(
+                1000 * (cp["cpu_seconds_median"][k] - base_cp["cpu_seconds_median"][k] * scale) / d, 2)
+        spark_growth.append(row)
+    last_scan_overhead = (series[-1]["extra_cpu_s"] / max(1e-9, p0["engine_free_best_cpu_s"] * hist_pts[-1]["rows"]
+                                                            / p0["rows"])) if series else 0.0
+
+    # how compaction cost grows with the deltas (the probes)
+    minor_quadratic: list[dict] = []
+    if len(probes) >= 2:
+        a, b = probes[-2], probes[-1]
+        if a["delta_dirs"] and b["delta_dirs"] > a["delta_dirs"]:
+            minor_quadratic = [dict(f, steps=[a["steps"], b["steps"]]) for f in superlinear_calls(
+                a["minor_calls"], b["minor_calls"], a["delta_dirs"], b["delta_dirs"])]
+
+    # 7. profiles (in this process, Spark idle)
+    profiles = {}
+    if args.profile == "always" or (args.profile == "auto" and (superlinear or last_scan_overhead > 0.5
+                                                                or minor_quadratic)):
+        args.results_dir.mkdir(parents=True, exist_ok=True)
+        url = restore("profile")
+        log("profiling (cProfile) the in-process scan, major and minor compaction of the last state ...")
+        profiles["scan"] = profile_call(
+            lambda: AcidTable.load(str(table), metastoreUrl=url).scan().count(),
+            args.results_dir / f"compaction_{stamp}_scan.prof")
+        profiles["major"] = profile_call(lambda: AcidTable.load(str(table), metastoreUrl=url).compact("major"),
+                                         args.results_dir / f"compaction_{stamp}_major.prof")
+        url = restore("profile2")
+        profiles["minor"] = profile_call(lambda: AcidTable.load(str(table), metastoreUrl=url).compact("minor"),
+                                         args.results_dir / f"compaction_{stamp}_minor.prof")
+    spark.stop()
+    log("Spark stopped")
+
+    # 8. report
+    timed = sum(cp["timed_wall"] for cp in checkpoints)
+    others = sum(cp["others_cpu"] for cp in checkpoints)
+    contention = others / (timed * (os.cpu_count() or 1)) if timed and meter.available else None
+    loads = [cp["load_average"] for cp in checkpoints]
+    lines = [
+        f"acidorc compaction benchmark {stamp}: local[2], {os.cpu_count()} cores, Spark {spark_version()}, "
+        f"pyarrow {pa.__version__}",
+        f"table: {args.rows:,} rows (id bigint, name string, amount double, day date, price decimal(12,2)), "
+        f"unpartitioned, zlib; base = Spark append ({args.tasks} tasks) + major compaction; every step appends "
+        f"{args.append_rows:,} rows (engine-free, one delta), every {args.delete_every} steps one also deletes "
+        f"{args.delete_rows} random rows (engine-free, one delete delta); native copies: plain ORC written by Spark "
+        f"({native_codec}) from each state",
+        f"scans: Spark = a new DataFrame + noop write of all 5 columns; engine-free = "
+        f"AcidTable.load(p).scan().count() (all columns, in this process); median of {args.repeat}",
+        "",
+        f"{'state':<14}{'deltas':>7}{'files':>6}{'rows':>11}{'Spark acidorc':>14}{'native':>8}{'ratio':>7}"
+        f"{'engine-free':>12}{'ef/native':>10}{'opened':>7}{'plan ms':>8}   CPU s acid/native/ef",
+    ]
+    for cp in checkpoints:
+        m, c = cp["median_seconds"], cp["cpu_seconds_median"]
+        lines.append(
+            f"{cp['label']:<14}{cp['layout']['delta_dirs']:>7}{cp['layout']['files']:>6}{cp['expected']['rows']:>11,}"
+            f"{m['spark_acidorc']:>13.2f}s{m['spark_native']:>7.2f}s{m['spark_acidorc'] / m['spark_native']:>6.2f}x"
+            f"{m['engine_free']:>11.2f}s{m['engine_free'] / m['spark_native']:>9.2f}x"
+            f"{cp['in_process']['files_opened']:>7}{1000 * cp['in_process']['plan_seconds']:>8.0f}"
+            f"   {c['spark_acidorc']:.1f}/{c['spark_native']:.1f}/{c['engine_free']:.1f}")
+    lines.append("")
+    lines.append("read cost per delta directory beyond the data's own growth (the base-only cost scaled by rows), "
+                 f"in-process: best of {args.light_repeat} engine-free scans; files opened; Python function calls")
+    lines.append(f"  {'steps':>6}{'deltas':>8}{'best s':>8}{'ms/delta':>10}{'CPU ms/delta':>14}"
+                 f"{'files opened/delta':>20}{'calls/delta':>13}{'plan ms/delta':>15}")
+    lines.append(f"  {0:>6}{0:>8}{p0['engine_free_best_s']:>8.3f}")
+    for r, p in zip(series, hist_pts[1:]):
+        lines.append(f"  {r['steps']:>6}{r['delta_dirs']:>8}{p['engine_free_best_s']:>8.3f}"
+                     f"{r['extra_wall_ms_per_delta']:>10.2f}{r['extra_cpu_ms_per_delta']:>14.2f}"
+                     f"{r['files_opened_per_delta']:>20.2f}{r['calls_per_delta']:>13.0f}{r['plan_ms_per_delta']:>15.2f}")
+    for name, label, unit, factor in (("engine_free_cpu", "engine-free CPU", "ms", 1000),
+                                      ("engine_free_wall", "engine-free wall", "ms", 1000),
+                                      ("python_calls", "Python calls", "calls", 1)):
+        f = fits[name]
+        if f:
+            share = f["quadratic_share_at_max"]
+            lines.append(f"  fit {label}: extra = {factor * f['c']:.3g} {unit} x D + {factor * f['q']:.3g} {unit} "
+                         f"x D^2; at D = {f['max_deltas']}: {factor * f['extra_at_max']:,.0f} {unit}, quadratic share "
+                         + (f"{100 * share:.0f}%" if share is not None else "n/a"))
+    lines.append(f"  files opened per delta dir: {', '.join(f'{x:.2f}' for x in files_per_delta)} -> "
+                 + ("linear" if files_linear else "NOT linear"))
+    if quadratic_calls:
+        lines.append(f"  call counts growing faster than the deltas (x{quadratic_calls[0]['deltas_growth']} deltas "
+                     f"from step {quadratic_calls[0]['steps'][0]} to {quadratic_calls[0]['steps'][1]}):")
+        for f in quadratic_calls[:6]:
+            lines.append(f"    {f['function']}: {f['calls'][0]:,} -> {f['calls'][1]:,} calls (x{f['growth']})")
+    else:
+        lines.append("  no function's call count grows faster than the number of deltas")
+    lines.append("  verdict: read cost " + ("GROWS FASTER THAN LINEARLY in the number of deltas" if superlinear
+                                          else "grows linearly with the data and the number of deltas"))
+    lines.append("")
+    lines.append("Spark scans at the checkpoints, per delta dir beyond the data's growth (medians; wall / CPU ms):")
+    for g in spark_growth:
+        cells = [f"{label} {g[f'{k}_wall_ms_per_delta']:>6.1f} / {g[f'{k}_cpu_ms_per_delta']:>5.1f}"
+                 for k, label in (("spark_acidorc", "Spark acidorc"), ("spark_native", "native"),
+                                  ("engine_free", "engine-free"))]
+        lines.append(f"  {g['steps']:>6} steps {g['delta_dirs']:>5} deltas: " + ", ".join(cells))
+    lines.append("")
+    hist = []
+    bounds = [0] + steps
+    for lo, hi in zip(bounds, bounds[1:]):
+        part = [s for s in step_log if lo < s["step"] <= hi]
+        dels = [s["delete_s"] for s in part if s["delete_s"] is not None]
+        hist.append({"steps": f"{lo + 1}-{hi}",
+                     "append_ms_median": round(1000 * median([s["append_s"] for s in part]), 1),
+                     "delete_ms_median": round(1000 * median(dels), 1) if dels else None,
+                     "seconds": round(sum(s["append_s"] + (s["delete_s"] or 0) for s in part), 1)})
+    lines.append("the history itself (engine-free statements; a DELETE reads the table, so it slows like a scan):")
+    for h in hist:
+        lines.append(f"  steps {h['steps']:>8}: append {h['append_ms_median']:>6.1f} ms, delete "
+                     + (f"{h['delete_ms_median']:>6.1f} ms" if h["delete_ms_median"] is not None else "     -")
+                     + f" (median); {h['seconds']:.1f}s in all")
+    lines.append("")
+    lines.append(f"compaction of the {n_last}-step state vs a native rewrite of the same rows "
+                 f"(spark.read.orc + write.orc, median {rewrite_med:.2f}s, CPU {rewrite_cpu:.1f}s)")
+    lines.append(f"  {'compaction':<42}{'wall s':>7}{'vs native':>10}{'CPU s jvm+py+drv':>18}{'in files':>9}"
+                 f"{'in rows':>11}{'out':>5}{'vacuum':>8}")
+    for c in compactions:
+        m, cpu = c["metrics"], c["cpu_jvm_py_driver"]
+        lines.append(f"  {c['label']:<42}{c['wall']:>7.2f}{c['vs_native_rewrite']:>9.2f}x"
+                     f"{f'{cpu[0]:.1f}+{cpu[1]:.1f}+{cpu[2]:.1f}':>18}{m['numInputFiles']:>9}{m['numInputRows']:>11,}"
+                     f"{m['numOutputFiles']:>5}{c['vacuum_seconds']:>7.2f}s")
+    if probes:
+        lines.append("")
+        lines.append("compaction as the deltas pile up (in-process, on a copy at each checkpoint; wall s / CPU s):")
+        lines.append(f"  {'steps':>6}{'deltas':>8}{'minor':>14}{'minor calls':>13}{'calls/delta':>13}{'major':>14}")
+        for pr in probes:
+            lines.append(f"  {pr['steps']:>6}{pr['delta_dirs']:>8}{pr['minor_s']:>7.2f}/{pr['minor_cpu_s']:<6.2f}"
+                         f"{pr['minor_python_calls']:>13,}{pr['minor_python_calls'] / max(1, pr['delta_dirs']):>13.0f}"
+                         f"{pr['major_s']:>7.2f}/{pr['major_cpu_s']:<6.2f}")
+        if minor_quadratic:
+            lines.append(f"  minor compaction: call counts growing faster than the deltas "
+                         f"(x{minor_quadratic[0]['deltas_growth']} deltas from step {minor_quadratic[0]['steps'][0]} "
+                         f"to {minor_quadratic[0]['steps'][1]}):")
+            for f in minor_quadratic[:6]:
+                lines.append(f"    {f['function']}: {f['calls'][0]:,} -> {f['calls'][1]:,} calls (x{f['growth']})")
+        elif len(probes) >= 2:
+            lines.append("  minor compaction: no function's call count grows faster than the number of deltas")
+    if contention is not None:
+        lines.append("")
+        lines.append(f"other processes used {100 * contention:.0f}% of the machine's CPU during the timed scans"
+                     + (" - wall times are inflated; compare CPU seconds" if contention > 0.1 else "")
+                     + f"; load average {min(x or 0 for x in loads)} .. {max(x or 0 for x in loads)}")
+    for name, p in profiles.items():
+        lines.append("")
+        lines.append(f"where the in-process {name} of the {n_last}-step state spends its time (cProfile: "
+                     f"{p['seconds_under_profiler']:.2f}s; {p['profile_file']}):")
+        lines.extend(profile_lines(p))
+    lines.append(f"(whole run {time.perf_counter() - t_start:.0f}s)")
+    report = "\n".join(lines)
+    print("\n" + report, flush=True)
+
+    args.results_dir.mkdir(parents=True, exist_ok=True)
+    out = args.results_dir / f"compaction_{stamp}.json"
+    out.write_text(json.dumps({
+        "timestamp": stamp,
+        "machine": machine_info(args.driver_memory, loads, contention),
+        "params": {"rows": args.rows, "steps": steps, "append_rows": args.append_rows,
+                   "delete_every": args.delete_every, "delete_rows": args.delete_rows, "repeat": args.repeat,
+                   "rewrite_repeat": args.rewrite_repeat, "tasks": args.tasks, "acid_compression": "zlib",
+                   "native_codec": native_codec, "seed": SEED},
+        "base": {"spark_append_seconds": round(append_s, 2), "major_seconds": round(base_major_s, 2),
+                 "major_metrics": {k: v for k, v in base_major.items() if k != "vacuum"}},
+        "checkpoints": [{k: v for k, v in cp.items() if k != "native_dir"} for cp in checkpoints],
+        "in_process_points": light_points,
+        "read_cost_per_delta": series,
+        "fits": fits,
+        "superlinear_call_counts": quadratic_calls,
+        "files_opened_linear": files_linear,
+        "read_cost_superlinear": superlinear,
+        "spark_read_cost_per_delta": spark_growth,
+        "history": {"per_interval": hist, "steps": step_log},
+        "native_rewrite": {"runs": [round(r["wall"], 3) for r in rewrites], "median_seconds": round(rewrite_med, 3),
+                           "cpu_seconds_median": round(rewrite_cpu, 2)},
+        "compactions": compactions,
+        "compaction_probes": probes,
+        "minor_superlinear_call_counts": minor_quadratic,
+        "profiles": profiles,
+        "report": report,
+    }, indent=1, default=str))
+    log(f"\nwrote {_rel(out)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
