@@ -459,6 +459,7 @@ class SplitVisibility:
         return intervals
 
     def _load_deletes(self, intervals) -> KeySet:
+        intervals = _coalesced(intervals)
         parts = []
         bounded = any(lo != MIN_KEY or hi != MAX_KEY for lo, hi in intervals)
         for s in self.split.deletes:
@@ -513,6 +514,21 @@ class SplitVisibility:
                 continue
             self.metrics.insert_stripes_read += 1
             yield i
+
+
+def _coalesced(intervals: list[tuple[tuple, tuple]]) -> list[tuple[tuple, tuple]]:
+    """The split's key intervals merged where no ROW__ID of another write id lies between them
+    (one interval per insert file would make every delete stripe test every file: quadratic in
+    the number of deltas). A superset of the split's keys: it only decides which delete events
+    are loaded, and an extra one matches no row."""
+    merged: list[tuple[tuple, tuple]] = []
+    for lo, hi in sorted(intervals):
+        if merged and lo[0] <= merged[-1][1][0] + 1:
+            prev_lo, prev_hi = merged[-1]
+            merged[-1] = (prev_lo, max(prev_hi, hi))
+        else:
+            merged.append((lo, hi))
+    return merged
 
 
 def _key_ge(o, b, r, key) -> np.ndarray:
