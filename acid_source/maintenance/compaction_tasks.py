@@ -336,8 +336,8 @@ def merge_by_row_id(streams: list[Iterator[pa.RecordBatch]]) -> Iterator[pa.Reco
         bound = min(h.last for h in live)
         taken = []
         for i, head in enumerate(heads):
-            if head is None:
-                continue
+            if head is None or head.first_key > bound:
+                continue  # (a delta of a later write id: nothing to take this round, no array work)
             count = int(np.count_nonzero(_key_le(head.o, head.b, head.r, bound)))
             if count:
                 taken.append(head.batch.slice(0, count))
@@ -360,6 +360,10 @@ class _Head:
     b: np.ndarray
     r: np.ndarray
     last: tuple[int, int, int]
+
+    @property
+    def first_key(self) -> tuple[int, int, int]:
+        return int(self.o[0]), int(self.b[0]), int(self.r[0])
 
     @classmethod
     def first(cls, it: Iterator[pa.RecordBatch]) -> "_Head | None":
