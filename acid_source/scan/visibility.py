@@ -517,18 +517,13 @@ class SplitVisibility:
 
 
 def _coalesced(intervals: list[tuple[tuple, tuple]]) -> list[tuple[tuple, tuple]]:
-    """The split's key intervals merged where no ROW__ID of another write id lies between them
-    (one interval per insert file would make every delete stripe test every file: quadratic in
-    the number of deltas). A superset of the split's keys: it only decides which delete events
-    are loaded, and an extra one matches no row."""
-    merged: list[tuple[tuple, tuple]] = []
-    for lo, hi in sorted(intervals):
-        if merged and lo[0] <= merged[-1][1][0] + 1:
-            prev_lo, prev_hi = merged[-1]
-            merged[-1] = (prev_lo, max(prev_hi, hi))
-        else:
-            merged.append((lo, hi))
-    return merged
+    """The split's key intervals as their bounding interval. One interval per insert file made
+    every delete stripe test every file (quadratic in the number of deltas); the bound is a
+    superset of the split's keys, which only decides which delete events are loaded (an extra
+    one matches no row). A split covering a whole bucket leaves no key in the gaps anyway."""
+    if not intervals:
+        return []
+    return [(min(lo for lo, _ in intervals), max(hi for _, hi in intervals))]
 
 
 def _key_ge(o, b, r, key) -> np.ndarray:
