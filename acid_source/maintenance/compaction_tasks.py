@@ -39,7 +39,7 @@ from ..orc.files import EVENT_COLUMNS, OP_DELETE, OrcFile
 from ..orc.writer import InsertFileWriter, KeyedEventWriter, WrittenFile
 from ..scan.reader import SplitReader, convert
 from ..scan.splits import ROW_ID_COLUMN, ROW_ID_TYPE, BucketSplit, FileSlice, ReadContext
-from ..scan.visibility import SplitVisibility, needs_collapse
+from ..scan.visibility import SplitVisibility, _key_le, needs_collapse
 from ..storage import Storage
 
 MINOR, MAJOR = "minor", "major"
@@ -378,11 +378,6 @@ class _Head:
         if count == 0:
             return self
         return _Head(self.batch.slice(count), self.o[count:], self.b[count:], self.r[count:], self.last)
-
-
-def _key_le(o, b, r, key) -> np.ndarray:
-    w, bb, rr = key
-    return (o < w) | ((o == w) & ((b < bb) | ((b == bb) & (r <= rr))))
 
 
 # --- insert-only tables --------------------------------------------------------------------------
