@@ -19,6 +19,7 @@ driver-side (no store, no planner, no SQL parser); the driver's plan
 
 from __future__ import annotations
 
+import heapq
 import os
 import shutil
 import tempfile
@@ -39,7 +40,7 @@ from ..orc.files import EVENT_COLUMNS, OP_DELETE, OrcFile
 from ..orc.writer import InsertFileWriter, KeyedEventWriter, WrittenFile
 from ..scan.reader import SplitReader, convert
 from ..scan.splits import ROW_ID_COLUMN, ROW_ID_TYPE, BucketSplit, FileSlice, ReadContext
-from ..scan.visibility import SplitVisibility, _key_le, needs_collapse
+from ..scan.visibility import SplitVisibility, needs_collapse
 from ..storage import Storage
 
 MINOR, MAJOR = "minor", "major"
@@ -325,23 +326,46 @@ def _check_sorted(s: FileSlice, o, b, r, last):
 
 def merge_by_row_id(streams: list[Iterator[pa.RecordBatch]]) -> Iterator[pa.RecordBatch]:
     """K-way merge of event streams, each in ROW__ID order, into Hive's merge order: ROW__ID
-    ascending, then currentTransaction descending (ties keep stream order). Vectorized: each
+    ascending, then currentTransaction descending; each stream keeps its own order. Vectorized: each
     round emits, from every stream's current batch, the events up to the smallest of the
-    batches' last keys - which empties at least one batch - sorted together."""
-    heads = [_Head.first(it) for it in streams]
-    while True:
-        live = [h for h in heads if h is not None]
-        if not live:
-            return
-        bound = min(h.last for h in live)
+    batches' last keys - which empties at least one batch - sorted together. Keys here include
+    currentTransaction: a stream's next batch may repeat its last ROW__ID with a lower
+    currentTransaction (an ACID v1 delta's insert and update of one row), which must come out
+    before another stream's even lower one.
+
+    Two heaps keep a round's cost proportional to the streams that take part in it, not to all
+    of them: a minor compaction of hundreds of small deltas would otherwise be quadratic."""
+    heads: list[_Head | None] = [_Head.first(it) for it in streams]
+    by_last: list[tuple[_Key, int, int]] = []   # (last key, stream, load count)
+    by_first: list[tuple[_Key, int]] = []       # (first key, stream)
+    loads = [0] * len(heads)
+    for i, head in enumerate(heads):
+        if head is not None:
+            heapq.heappush(by_last, (head.last, i, 0))
+            heapq.heappush(by_first, (head.first_key, i))
+    while by_last:
+        bound, i, load = by_last[0]
+        if heads[i] is None or loads[i] != load:
+            heapq.heappop(by_last)   # a batch already emptied: its entry is stale
+            continue
+        due = []
+        while by_first and by_first[0][0] <= bound:
+            due.append(heapq.heappop(by_first)[1])
         taken = []
-        for i, head in enumerate(heads):
-            if head is None or head.first_key > bound:
-                continue  # (a delta of a later write id: nothing to take this round, no array work)
-            count = int(np.count_nonzero(_key_le(head.o, head.b, head.r, bound)))
-            if count:
-                taken.append(head.batch.slice(0, count))
-            heads[i] = _Head.first(streams[i]) if count == head.batch.num_rows else head.drop(count)
+        for i in sorted(due):   # stream order, which the stable sort below keeps for equal keys
+            head = heads[i]
+            assert head is not None
+            count = int(np.count_nonzero(head.up_to(bound)))
+            taken.append(head.batch.slice(0, count))
+            if count == head.batch.num_rows:
+                head = heads[i] = _Head.first(streams[i])
+                loads[i] += 1
+                if head is not None:
+                    heapq.heappush(by_last, (head.last, i, loads[i]))
+            else:
+                head = heads[i] = head.drop(count)
+            if head is not None:
+                heapq.heappush(by_first, (head.first_key, i))
         merged = taken[0] if len(taken) == 1 else pa.Table.from_batches(taken).combine_chunks().to_batches()[0]
         o, b, r, c = (np.asarray(merged.column(name).to_numpy(zero_copy_only=False)).astype(np.int64)
                       for name in ("originalTransaction", "bucket", "rowId", "currentTransaction"))
@@ -349,6 +373,9 @@ def merge_by_row_id(streams: list[Iterator[pa.RecordBatch]]) -> Iterator[pa.Reco
         if (np.diff(order) != 1).any():
             merged = merged.take(pa.array(order))
         yield merged
+
+
+_Key = tuple[int, int, int, int]   # (originalTransaction, bucket, rowId, -currentTransaction)
 
 
 @dataclass
@@ -359,25 +386,33 @@ class _Head:
     o: np.ndarray
     b: np.ndarray
     r: np.ndarray
-    last: tuple[int, int, int]
+    c: np.ndarray
+    last: _Key
 
     @property
-    def first_key(self) -> tuple[int, int, int]:
-        return int(self.o[0]), int(self.b[0]), int(self.r[0])
+    def first_key(self) -> _Key:
+        return int(self.o[0]), int(self.b[0]), int(self.r[0]), -int(self.c[0])
+
+    def up_to(self, key: _Key) -> np.ndarray:
+        """Which events sort at or before ``key`` in the merge order."""
+        o, b, r, c = key
+        return (self.o < o) | ((self.o == o) & ((self.b < b) | ((self.b == b) & (
+            (self.r < r) | ((self.r == r) & (-self.c <= c))))))
 
     @classmethod
     def first(cls, it: Iterator[pa.RecordBatch]) -> "_Head | None":
         for batch in it:
             if batch.num_rows:
-                o, b, r = (np.asarray(batch.column(c).to_numpy(zero_copy_only=False)).astype(np.int64)
-                           for c in ("originalTransaction", "bucket", "rowId"))
-                return cls(batch, o, b, r, (int(o[-1]), int(b[-1]), int(r[-1])))
+                o, b, r, c = (np.asarray(batch.column(name).to_numpy(zero_copy_only=False)).astype(np.int64)
+                              for name in ("originalTransaction", "bucket", "rowId", "currentTransaction"))
+                return cls(batch, o, b, r, c, (int(o[-1]), int(b[-1]), int(r[-1]), -int(c[-1])))
         return None
 
     def drop(self, count: int) -> "_Head":
         if count == 0:
             return self
-        return _Head(self.batch.slice(count), self.o[count:], self.b[count:], self.r[count:], self.last)
+        return _Head(self.batch.slice(count), self.o[count:], self.b[count:], self.r[count:],
+                     self.c[count:], self.last)
 
 
 # --- insert-only tables --------------------------------------------------------------------------
