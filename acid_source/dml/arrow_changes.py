@@ -17,6 +17,7 @@ from ..scan.planner import TableScan
 from ..scan.reader import read_split
 from ..scan.resolved import ResolvedTable
 from ..scan.splits import ROW_ID_COLUMN as READ_ROW_ID
+from .assignments import target_assignments
 from .events import (
     DELETE,
     OP_COLUMN,
@@ -27,27 +28,6 @@ from .events import (
     ChangeResult,
     write_changes,
 )
-
-
-def check_assignments(assignments, schema: pa.Schema, argument: str = "set") -> dict[str, object]:
-    """``{column: value}`` with every column a table column (matched case-insensitively, given
-    once); returns them keyed by the table's spelling."""
-    if not isinstance(assignments, Mapping) or not assignments:
-        raise InvalidArgumentError(argument,
-                                   f"expected a non-empty dict of column -> SQL expression, got {assignments!r}")
-    by_lower = {n.lower(): n for n in schema.names}
-    result: dict[str, object] = {}
-    for column, value in assignments.items():
-        if not isinstance(column, str):
-            raise InvalidArgumentError(argument, f"column names are strings, got {column!r}")
-        name = by_lower.get(column.strip().strip("`").lower())
-        if name is None:
-            raise SchemaError(f"{argument}: the table has no column {column!r} (columns: {', '.join(schema.names)})",
-                              column=column)
-        if name in result:
-            raise InvalidArgumentError(argument, f"column {name!r} is assigned twice")
-        result[name] = value
-    return result
 
 
 def arrow_changes(resolved: ResolvedTable, plan: ChangePlan, *, condition: str | None,
@@ -63,7 +43,7 @@ def arrow_changes(resolved: ResolvedTable, plan: ChangePlan, *, condition: str |
         cond = parse_condition(condition, schema, argument="condition")
     values = {}
     if assignments is not None:
-        for column, text in check_assignments(assignments, schema).items():
+        for column, text in target_assignments(assignments, schema.names, "set").items():
             if not isinstance(text, str):
                 raise InvalidArgumentError(f"set[{column}]", "without Spark a value is a SQL string, "
                                            f"not {type(text).__name__}")

@@ -22,6 +22,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
+from ..dml.assignments import target_assignments
 from ..dml.events import (
     DELETE,
     INSERT,
@@ -78,30 +79,9 @@ def _first_line(exc: Exception) -> str:
 
 
 def _assignments(values: Any, columns: list[str], argument: str, alias: str | None = None) -> dict[str, Any]:
-    """``{column: expression}`` checked against the table's columns (case-insensitive); a key
-    may be qualified with the target's alias (``t.col``), never with another name."""
-    if not isinstance(values, Mapping) or not values:
-        raise InvalidArgumentError(argument, f"expected a non-empty dict of column -> expression, got {values!r}")
-    by_lower = {c.lower(): c for c in columns}
-    result: dict[str, Any] = {}
-    for key, value in values.items():
-        if not isinstance(key, str):
-            raise InvalidArgumentError(argument, f"column names are strings, got {key!r}")
-        bare = key.strip().strip("`")
-        if "." in bare and bare.lower() not in by_lower:
-            qualifier, bare = (part.strip("`") for part in bare.rsplit(".", 1))
-            if alias is None or qualifier.lower() != alias.lower():
-                raise SchemaError(f"{argument}: {key!r} does not name a column of the target table"
-                                  + (f" (alias {alias!r})" if alias else "") + "; assign target columns only",
-                                  column=key)
-        name = by_lower.get(bare.lower())
-        if name is None:
-            raise SchemaError(f"{argument}: the table has no column {key!r} (columns: {', '.join(columns)})",
-                              column=key)
-        if name in result:
-            raise InvalidArgumentError(argument, f"column {name!r} is assigned twice")
-        result[name] = to_column(value, f"{argument}[{key}]")
-    return result
+    """``{column: Column}``: the keys checked against the table, the values made Columns."""
+    checked = target_assignments(values, columns, argument, alias)
+    return {name: to_column(value, f"{argument}[{name}]") for name, value in checked.items()}
 
 
 def _analysis(fn, argument: str):
