@@ -1,9 +1,9 @@
 """Process bodies for tests/concurrency/test_compaction_readers.py (module level: "spawn").
 
-``serve`` runs commands from the test over a pipe until it gets None: (name, keyword arguments,
-environment); the environment (a pause point's arming) holds for that one command. The answer
-is ("ok", value) or ("error", the exception). A command may talk to the test before it answers
-(``compact`` with ``hold``: ("held", output dirs), then it waits for the test's "go").
+``serve`` runs the ``COMMANDS`` the test sends over a pipe (:mod:`process_workers`: one at a
+time, a pause point's arming for that command only, ("ok", value) or ("error", exception)). A
+command may talk to the test before it answers (``compact`` with ``hold``: ("held", output
+dirs), then it waits for the test's "go").
 
 ``hold_a_scan`` is a reader: it starts iterating ``AcidScan.toBatches()``, reports its first
 batch, waits for the test's word and reads on to the end.
@@ -12,9 +12,8 @@ batch, waits for the test's word and reads on to the end.
 from __future__ import annotations
 
 import os
-import pickle
-import traceback
 
+import process_workers
 import pyarrow as pa
 
 
@@ -41,7 +40,7 @@ def hold_a_scan(location: str, url: str, to_test, from_test) -> None:
             rows += rows_of(batch)
         to_test.send(("done", sorted(rows)))
     except BaseException as exc:  # noqa: BLE001 - reported to the test
-        to_test.send(("error", _picklable(exc)))
+        to_test.send(("error", process_workers.picklable(exc)))
 
 
 # --- commands ---------------------------------------------------------------------------------
@@ -61,17 +60,17 @@ def compact(conn, location: str, url: str, kind: str, hold: bool = False) -> dic
     return compact_table(location, kind, metastore_url=url, run_tasks=held if hold else None)
 
 
-def vacuum(conn, location: str, url: str, retention_seconds: float = 0) -> dict:
+def vacuum(_conn, location: str, url: str, retention_seconds: float = 0) -> dict:
     return _table(location, url).vacuum(retentionSeconds=retention_seconds)
 
 
-def dml(conn, location: str, url: str, kind: str, condition: str, set: dict | None = None) -> dict:
+def dml(_conn, location: str, url: str, kind: str, condition: str, set: dict | None = None) -> dict:
     """An engine-free UPDATE or DELETE (it pauses at dml.before_commit when armed)."""
     table = _table(location, url)
     return table.delete(condition) if kind == "delete" else table.update(condition, set)
 
 
-def write(conn, location: str, url: str, rows: dict, overwrite: bool = False, partition: dict | None = None) -> dict:
+def write(_conn, location: str, url: str, rows: dict, overwrite: bool = False, partition: dict | None = None) -> dict:
     table = _table(location, url)
     data = pa.table(rows)
     return table.overwrite(data, partition=partition) if overwrite else table.append(data)
@@ -80,32 +79,7 @@ def write(conn, location: str, url: str, rows: dict, overwrite: bool = False, pa
 COMMANDS = {"compact": compact, "vacuum": vacuum, "dml": dml, "write": write}
 
 
-def _picklable(exc: BaseException) -> BaseException:
-    try:
-        pickle.dumps(exc)
-        return exc
-    except Exception:
-        return RuntimeError("".join(traceback.format_exception(exc)))
-
-
 def serve(conn) -> None:
     import acid_source.table  # noqa: F401 - pay the imports before the first command
 
-    while True:
-        message = conn.recv()
-        if message is None:
-            return
-        name, kwargs, env = message
-        saved = {k: os.environ.get(k) for k in env}
-        os.environ.update(env)
-        try:
-            answer = ("ok", COMMANDS[name](conn, **kwargs))
-        except BaseException as exc:  # noqa: BLE001 - every failure goes back to the test
-            answer = ("error", _picklable(exc))
-        finally:
-            for k, v in saved.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
-        conn.send(answer)
+    process_workers.serve(conn, COMMANDS)

@@ -19,7 +19,6 @@ before the concurrent work (rows nobody changed must keep them).
 from __future__ import annotations
 
 import multiprocessing as mp
-import multiprocessing.connection
 import os
 import re
 from pathlib import Path
@@ -27,6 +26,7 @@ from pathlib import Path
 import compaction_workers
 import pyarrow as pa
 import pytest
+from process_workers import WAIT, Pool
 
 from acid_source import create_table
 from acid_source.errors import ConflictError
@@ -39,75 +39,12 @@ from acid_source.table import AcidTable
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string()), ("p", pa.string())])
 PARTS = ("a", "b")
-WAIT = 90.0  # bound of every wait on another process (a safety net, not a synchronization)
 
 
-# --- worker processes --------------------------------------------------------------------------
-class Worker:
-    """A spawned process serving compaction_workers commands, one at a time."""
-
-    def __init__(self, ctx):
-        self.conn, child = ctx.Pipe()
-        self.process = ctx.Process(target=compaction_workers.serve, args=(child,), daemon=True)
-        self.process.start()
-        child.close()
-        self.busy = False
-
-    def send(self, name: str, env: dict | None = None, **kwargs) -> None:
-        assert not self.busy
-        self.conn.send((name, kwargs, {"ACIDORC_PAUSE_TIMEOUT": str(WAIT), **(env or {})}))
-        self.busy = True
-
-    def receive(self) -> tuple:
-        ready = mp.connection.wait([self.conn, self.process.sentinel], WAIT)
-        if self.conn in ready:
-            return self.conn.recv()
-        pytest.fail("the worker died" if ready else f"the worker did not answer within {WAIT:.0f}s")
-
-    def answer(self) -> tuple:
-        status, value = self.receive()
-        assert status in ("ok", "error"), (status, value)
-        self.busy = False
-        return status, value
-
-    def call(self, name: str, **kwargs):
-        self.send(name, **kwargs)
-        status, value = self.answer()
-        if status == "error":
-            raise value
-        return value
-
-    def close(self) -> None:
-        if self.process.is_alive() and not self.busy:
-            self.conn.send(None)
-            self.process.join(timeout=10)
-        if self.process.is_alive():
-            self.process.kill()
-            self.process.join()
-
-
-class Pool:
-    def __init__(self):
-        self.ctx = mp.get_context("spawn")
-        self.workers = [Worker(self.ctx), Worker(self.ctx)]
-
-    def healthy(self) -> tuple[Worker, Worker]:
-        """Two idle workers (one a failed test left busy or dead is replaced)."""
-        for i, w in enumerate(self.workers):
-            if w.busy or not w.process.is_alive():
-                w.process.kill()
-                w.process.join()
-                self.workers[i] = Worker(self.ctx)
-        return self.workers[0], self.workers[1]
-
-    def close(self) -> None:
-        for w in self.workers:
-            w.close()
-
-
+# --- worker processes (process_workers: two spawned workers serving compaction_workers) ---------
 @pytest.fixture(scope="module")
 def pool():
-    p = Pool()
+    p = Pool(compaction_workers.serve)
     yield p
     p.close()
 

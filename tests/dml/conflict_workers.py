@@ -1,17 +1,14 @@
 """Process bodies for the conflict tests (module level: started with "spawn").
 
-A worker serves commands from the test over a pipe until it gets None, so that one process
-runs many cells (starting a process costs more than a whole cell). A command is (name, keyword
-arguments, environment): the environment (a pause point's arming) holds for that command only.
-The answer is ("ok", metrics) or ("error", the exception), exceptions pickled as they are.
+``serve`` runs the ``COMMANDS`` the test sends over a pipe (:mod:`process_workers`), so that one
+process runs many cells (starting a process costs more than a whole cell): one at a time, a
+pause point's arming for that command only, the answer ("ok", metrics) or ("error", the
+exception). Commands get the pipe first and do not use it (``_conn``).
 """
 
 from __future__ import annotations
 
-import os
-import pickle
-import traceback
-
+import process_workers
 import pyarrow as pa
 
 HELD_WRITE = "test.write.before_commit"  # where held_write waits (a pause step of this suite)
@@ -23,7 +20,7 @@ def _table(location: str, url: str, mode: str | None = None):
     return AcidTable.load(location, metastoreUrl=url, conflictDetection=mode)
 
 
-def dml(location: str, url: str, mode: str, kind: str, condition: str, set: dict | None = None) -> dict:
+def dml(_conn, location: str, url: str, mode: str, kind: str, condition: str, set: dict | None = None) -> dict:
     """An engine-free DELETE or UPDATE (it pauses at dml.before_commit when armed)."""
     table = _table(location, url, mode)
     if kind == "delete":
@@ -31,13 +28,14 @@ def dml(location: str, url: str, mode: str, kind: str, condition: str, set: dict
     return table.update(condition, set)
 
 
-def write(location: str, url: str, rows: dict, overwrite: bool = False, partition: dict | None = None) -> dict:
+def write(_conn, location: str, url: str, rows: dict, overwrite: bool = False, partition: dict | None = None) -> dict:
     table = _table(location, url)
     data = pa.table(rows)
     return table.overwrite(data, partition=partition) if overwrite else table.append(data)
 
 
-def held_write(location: str, url: str, rows: dict, overwrite: bool = False, partition: str | None = None) -> dict:
+def held_write(_conn, location: str, url: str, rows: dict, overwrite: bool = False,
+               partition: str | None = None) -> dict:
     """What ``AcidTable.append`` / ``overwrite`` do, with a pause point between the finished
     task and the commit, so a test can commit another job while this one is open."""
     from acid_source.faults import pause_point
@@ -63,25 +61,4 @@ COMMANDS = {"dml": dml, "write": write, "held_write": held_write}
 
 
 def serve(conn) -> None:
-    while True:
-        message = conn.recv()
-        if message is None:
-            return
-        name, kwargs, env = message
-        saved = {k: os.environ.get(k) for k in env}
-        os.environ.update(env)
-        try:
-            answer = ("ok", COMMANDS[name](**kwargs))
-        except BaseException as exc:  # noqa: BLE001 - every failure goes back to the test
-            try:
-                pickle.dumps(exc)
-                answer = ("error", exc)
-            except Exception:
-                answer = ("error", RuntimeError(traceback.format_exc()))
-        finally:
-            for k, v in saved.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
-        conn.send(answer)
+    process_workers.serve(conn, COMMANDS)

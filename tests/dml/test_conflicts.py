@@ -21,8 +21,6 @@ E's base would hide L's) L fails too (the write-id order rule), and its retry su
 
 from __future__ import annotations
 
-import multiprocessing as mp
-import multiprocessing.connection
 import os
 import threading
 from pathlib import Path
@@ -30,6 +28,7 @@ from pathlib import Path
 import conflict_workers
 import pyarrow as pa
 import pytest
+from process_workers import WAIT, Pool, Worker
 
 from acid_source import create_table
 from acid_source.errors import ConflictError
@@ -43,7 +42,6 @@ SCHEMA = "id bigint, v string, p string"
 BASE = [(1, "a1", "a"), (2, "a2", "a"), (3, "a3", "a"), (10, "b10", "b"), (11, "b11", "b")]
 OPS = ("overwrite", "insert", "dml", "compaction")
 MODES = ("object", "row")
-WAIT = 90.0  # bound of every wait on another process (a safety net, not a synchronization)
 BUCKET_0 = 1 << 29  # ROW__ID bucket of writer 0, statement 0 (bucketing version 1 encoding)
 
 # What E and L do (E's rows end in "e_...", L's in "l_...").
@@ -92,70 +90,11 @@ WRITE_ID_ORDER = {("overwrite", "overwrite"), ("insert", "overwrite"), ("dml", "
 
 
 # ---------------------------------------------------------------------------------------------
-# worker processes
+# worker processes (process_workers: two spawned workers serving conflict_workers)
 # ---------------------------------------------------------------------------------------------
-class Worker:
-    """A spawned process that runs conflict_workers commands, one at a time."""
-
-    def __init__(self, ctx):
-        self.ctx = ctx
-        self.conn, child = ctx.Pipe()
-        self.process = ctx.Process(target=conflict_workers.serve, args=(child,), daemon=True)
-        self.process.start()
-        child.close()
-        self.busy = False
-
-    def send(self, name: str, env: dict | None = None, **kwargs) -> None:
-        assert not self.busy
-        self.conn.send((name, kwargs, {"ACIDORC_PAUSE_TIMEOUT": str(WAIT), **(env or {})}))
-        self.busy = True
-
-    def answer(self) -> tuple:
-        ready = mp.connection.wait([self.conn, self.process.sentinel], WAIT)
-        if self.conn in ready:
-            self.busy = False
-            return self.conn.recv()
-        pytest.fail("the worker died" if ready else f"the worker did not answer within {WAIT:.0f}s")
-
-    def call(self, name: str, **kwargs) -> dict:
-        self.send(name, **kwargs)
-        status, value = self.answer()
-        if status == "error":
-            raise value
-        return value
-
-    def close(self) -> None:
-        if self.process.is_alive():
-            if not self.busy:
-                self.conn.send(None)
-            self.process.join(timeout=10)
-            if self.process.is_alive():
-                self.process.kill()
-                self.process.join()
-
-
-class Pool:
-    def __init__(self):
-        self.ctx = mp.get_context("spawn")
-        self.workers = [Worker(self.ctx), Worker(self.ctx)]
-
-    def healthy(self) -> tuple["Worker", "Worker"]:
-        """Two idle workers (one left busy or dead by a failed test is replaced)."""
-        for i, w in enumerate(self.workers):
-            if w.busy or not w.process.is_alive():
-                w.process.kill()
-                w.process.join()
-                self.workers[i] = Worker(self.ctx)
-        return self.workers[0], self.workers[1]
-
-    def close(self) -> None:
-        for w in self.workers:
-            w.close()
-
-
 @pytest.fixture(scope="module")
 def pool():
-    p = Pool()
+    p = Pool(conflict_workers.serve)
     yield p
     p.close()
 
