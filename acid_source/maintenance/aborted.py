@@ -29,7 +29,9 @@ def clean_aborted_writes(location: str, *, metastore_url: str | None = None,
     """Abort the table's transactions silent for ``expire_after_seconds``, then remove every
     delta, delete delta or base directory of the table whose write ids are all aborted.
 
-    Transactions of other tables are left alone. ``dry_run`` reports without changing
+    Transactions of other tables are left alone; silent ones holding no write id at all (a
+    dead compactor's, whose ``_vT`` outputs ``vacuum`` then removes) are aborted too.
+    ``dry_run`` reports without changing
     anything (it does not abort either).
     """
     metastore = Metastore.existing(metastore_url)

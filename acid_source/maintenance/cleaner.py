@@ -16,6 +16,9 @@ base holds their rows (Hive's ``obsolete``) - and what aborted transactions left
 * what a transaction aborted less than ``retention_seconds`` ago (its writer may still be
   removing it).
 
+A run first aborts the transactions whose driver stopped heartbeating (10 minutes), as
+``clean_aborted_writes`` does: what they wrote then goes like any aborted directory.
+
 Removal is safe to run concurrently with readers, writers, compactions and other cleaners: a
 directory is first renamed to a hidden name in the same directory (atomic on local and HDFS-like
 file systems, so a reader lists it whole or not at all), then deleted; a directory another
@@ -84,13 +87,18 @@ def vacuum(location: str | os.PathLike, *, dry_run: bool = False, metastore_url:
     Returns ``dryRun``, ``removedPaths`` (removed, or that would be), ``numRemovedPaths``,
     ``removedBytes``, ``numKeptForLeases`` (obsolete or aborted, kept because a live lease's
     snapshot reads them), ``numKeptForRecentSnapshots`` (kept for snapshots without a lease:
-    recent ones, open transactions, recent aborts), ``numLiveLeases``, ``retentionSeconds``.
+    recent ones, open transactions, recent aborts), ``numLiveLeases``, ``retentionSeconds``,
+    ``expiredTransactions`` (transactions of the table, or holding no write id, silent for
+    longer than the heartbeat timeout and aborted by this run; none in a dry run).
     """
     dry_run = _flag(dry_run, "dry_run")
     retention = default_retention_seconds() if retention_seconds is None else \
         _seconds(retention_seconds, "retention_seconds")
     store = metastore if metastore is not None else Metastore.existing(metastore_url)
     info = store.get_table(location)  # TableNotRegisteredError for a table the store does not know
+    # Drivers silent that long are dead (the view below ignores them already); aborting them
+    # lets their directories go - a dead compactor's _vT outputs have no write id to clean by.
+    expired = [] if dry_run else store.abort_expired(TXN_TIMEOUT_SECONDS, table_id=info.table_id)
     view = store.cleaner_view(info.table_id, retention_seconds=retention, txn_timeout_seconds=TXN_TIMEOUT_SECONDS)
     storage = Storage(info.location, _storage_options(storage_options))
     plan = _Plan()
@@ -117,6 +125,7 @@ def vacuum(location: str | os.PathLike, *, dry_run: bool = False, metastore_url:
         "numKeptForRecentSnapshots": plan.kept_for_recent,
         "numLiveLeases": len(view.leases),
         "retentionSeconds": retention,
+        "expiredTransactions": expired,
     }
 
 

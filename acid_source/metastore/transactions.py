@@ -13,7 +13,7 @@ import socket
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from sqlalchemy import and_, insert, or_, select, update
+from sqlalchemy import and_, exists, insert, or_, select, update
 
 from ..errors import ConflictError, InvalidArgumentError
 from .base import ABORTED, COMMITTED, OPEN, StoreBase, as_id, as_seconds, chunks
@@ -418,7 +418,9 @@ class TransactionsMixin(StoreBase):
     def abort_expired(self, timeout_seconds: float, *, table_id: int | None = None) -> list[int]:
         """Abort open transactions whose last heartbeat is older than ``timeout_seconds`` (their
         driver died); returns their ids. With ``table_id``, only those holding a write id on
-        that table (a clean-up of one table leaves other tables' writers alone)."""
+        that table, and those holding none on any table - a compaction writes under its txn id
+        alone, so a dead compactor's ``_vT`` outputs would otherwise stay forever (a clean-up of
+        one table still leaves other tables' writers alone)."""
         timeout_seconds = as_seconds(timeout_seconds, "timeout_seconds")
         table_id = None if table_id is None else as_id(table_id, "table_id")
 
@@ -427,8 +429,10 @@ class TransactionsMixin(StoreBase):
             stmt = select(txns.c.txn_id).where(txns.c.state == OPEN, txns.c.last_heartbeat < now - timeout_seconds)
             if table_id is not None:
                 self._table_row(conn, table_id)
-                stmt = stmt.where(txns.c.txn_id.in_(
-                    select(txn_write_ids.c.txn_id).where(txn_write_ids.c.table_id == table_id)))
+                on_table = exists().where(txn_write_ids.c.txn_id == txns.c.txn_id,
+                                          txn_write_ids.c.table_id == table_id)
+                on_any = exists().where(txn_write_ids.c.txn_id == txns.c.txn_id)
+                stmt = stmt.where(or_(on_table, ~on_any))
             expired = conn.execute(stmt.order_by(txns.c.txn_id).with_for_update()).scalars().all()
             self._set_aborted(conn, list(expired), now,
                               f"no heartbeat for more than {timeout_seconds:g}s: the driver is presumed dead")

@@ -44,3 +44,18 @@ def test_dry_run_changes_nothing(tmp_path):
     dead = _orphan(a, url)
     report = clean_aborted_writes(a, metastore_url=url, expire_after_seconds=0, dry_run=True)
     assert report.removed == [] and Metastore(url).txn_state(dead) == "open"
+
+
+def test_clean_up_of_one_table_aborts_silent_transactions_holding_no_write_id(tmp_path):
+    """A compaction writes under its txn id alone (``_vT``): a dead compactor holds no write id
+    on its table, so the table's clean-up must still be able to expire it."""
+    url = f"sqlite:///{tmp_path}/store.db"
+    a, b = str(tmp_path / "a"), str(tmp_path / "b")
+    for path in (a, b):
+        create_table(path, SCHEMA, metastore_url=url)
+    store = Metastore(url)
+    no_write_id = store.open_transaction(description="minor compaction")
+    dead_b = _orphan(b, url)
+    report = clean_aborted_writes(a, metastore_url=url, expire_after_seconds=0)
+    assert report.expired_transactions == [no_write_id]
+    assert (store.txn_state(no_write_id), store.txn_state(dead_b)) == ("aborted", "open")

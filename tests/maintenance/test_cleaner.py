@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -371,3 +373,41 @@ def test_acid_table_vacuum_and_the_after_compaction_switch(tmp_path, monkeypatch
     monkeypatch.setenv("ACIDORC_VACUUM_RETENTION_SECONDS", "0")
     assert names(vacuum_after_compaction(str(t.root), metastore_url=t.url, enabled=True)) == OBSOLETE
     assert t.read() == [1, 3, 4, 6]
+
+
+_DYING_COMPACTOR = """
+import os, signal, sys
+from acid_source.maintenance.compaction_tasks import run_tasks
+from acid_source.maintenance.compactor import compact_table
+
+def die_before_the_commit(tasks):
+    run_tasks(tasks)  # the outputs are written; the commit never comes
+    os.kill(os.getpid(), signal.SIGKILL)
+
+compact_table(sys.argv[1], "minor", metastore_url=sys.argv[2], run_tasks=die_before_the_commit)
+"""
+
+
+def test_a_vacuum_aborts_a_dead_compactor_and_then_removes_its_outputs(tmp_path):
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    root = tmp_path / "t"
+    create_table(str(root), SCHEMA, metastore_url=url)
+    table = AcidTable.load(str(root), metastoreUrl=url)
+    for ids in ([1, 2], [3]):
+        table.append(pa.table({"id": pa.array(ids, pa.int32())}))
+    died = subprocess.run([sys.executable, "-c", _DYING_COMPACTOR, str(root), url], capture_output=True, text=True)
+    assert died.returncode == -9, died.stderr
+    compactor = 3  # the transactions: two appends, then the compaction
+    outputs = sorted(p.name for p in root.iterdir() if "_v" in p.name)
+    assert outputs == ["delta_0000001_0000002_v0000003"]
+
+    report = table.vacuum(retentionSeconds=0)  # its heartbeat is recent: it may be alive
+    assert report["expiredTransactions"] == [] and Metastore(url).txn_state(compactor) == "open"
+    assert all((root / name).exists() for name in outputs)
+
+    later = Metastore(url, clock=lambda: time.time() + 3600)  # an hour without a heartbeat
+    report = vacuum(str(root), metastore=later, retention_seconds=0)
+    assert report["expiredTransactions"] == [compactor]
+    assert Metastore(url).txn_state(compactor) == "aborted"
+    assert sorted(Path(p).name for p in report["removedPaths"]) == outputs
+    assert sorted(table.scan().toArrow().column("id").to_pylist()) == [1, 2, 3]
