@@ -541,15 +541,14 @@ class AcidScan:
         last batch taken, e.g. when the consumer stops without closing the iterator."""
         lease = self._lease(leaseSeconds)
         try:
-            ctx, splits = TableScan(self._table).plan(self._read_schema)  # lists the directories: leased
+            # lists the directories (leased); the reader applies the filter, partitions it
+            # rules out are not read at all
+            scan = TableScan(self._table, row_filter=None if self._condition is None else self._condition.text)
+            ctx, splits = scan.plan(self._read_schema)
             for split in splits:
                 for batch in read_split(split, ctx):
                     if lease is not None:
                         lease.keep_alive()
-                    if self._condition is not None:
-                        batch = batch.filter(self._condition.expression)
-                        if batch.num_rows == 0:
-                            continue
                     yield batch.select(self._columns)
         finally:
             if lease is not None:

@@ -22,6 +22,6 @@ decimal results wider than 38 digits are computed in double; NaN compares as in 
 an offset is wall-clock time, taken as UTC against a column with a time zone.
 """
 
-from .conditions import Condition, ValueExpression, parse_condition, parse_value_expression
+from .conditions import Condition, ValueExpression, parse_condition, parse_value_expression, partition_condition
 
-__all__ = ["Condition", "ValueExpression", "parse_condition", "parse_value_expression"]
+__all__ = ["Condition", "ValueExpression", "parse_condition", "parse_value_expression", "partition_condition"]

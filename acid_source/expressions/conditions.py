@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from sqlglot import exp
 
 from ..errors import InvalidArgumentError
 from .compiler import Compiler, Typed
@@ -69,3 +70,34 @@ def parse_value_expression(text: str, schema: pa.Schema, *, argument: str = "exp
     """Parse a SQL scalar expression (any type, booleans included) over ``schema``."""
     compiler, _, typed = _compile(text, schema, argument)
     return ValueExpression(text, typed.expression, frozenset(compiler.columns), typed.type)
+
+
+def partition_condition(text: str, schema: pa.Schema, partition_columns: list[str]) -> Condition | None:
+    """The part of condition ``text`` that reads partition columns only: the AND of its
+    top-level conjuncts that read no other column, or None when there is none.
+
+    A row matches ``text`` only if it matches every conjunct, so a partition whose values do
+    not make this condition true holds no matching row: it need not be read at all. The
+    conjuncts are compiled exactly as the whole condition is, so they agree with the filter the
+    rows get. ``text`` must have parsed with :func:`parse_condition` against ``schema``.
+    """
+    wanted = {c.lower() for c in partition_columns}
+    parts: list[pc.Expression] = []
+    pending: list = [parse_expression(text, "rowFilter")]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, exp.Paren):
+            pending.append(node.this)
+        elif isinstance(node, exp.And):
+            pending += [node.right, node.left]
+        else:
+            compiler = Compiler(text, schema, "rowFilter")
+            typed = compiler.compile(node)
+            if all(c.lower() in wanted for c in compiler.columns):
+                parts.append(pc.scalar(pa.scalar(None, pa.bool_())) if is_null(typed.type) else typed.expression)
+    if not parts:
+        return None
+    combined = parts[0]
+    for part in parts[1:]:
+        combined = combined & part
+    return Condition(text, combined, frozenset(partition_columns))

@@ -101,6 +101,15 @@ class TableScan:
         except InvalidArgumentError as exc:
             raise InvalidOptionError("rowFilter", str(exc).removeprefix("argument 'rowFilter': ")) from None
 
+    def _row_filter_on_partitions(self, output_schema: pa.Schema, part_fields: list[pa.Field]):
+        """The conjuncts of option rowFilter that read partition columns only, or None."""
+        if self.row_filter is None or not part_fields:
+            return None
+        from ..expressions import partition_condition
+
+        condition = partition_condition(self.row_filter, output_schema, [f.name for f in part_fields])
+        return None if condition is None else condition.expression
+
     # --- planning -----------------------------------------------------------------------------
     def plan(self, output_schema: pa.Schema,
              predicates: Sequence[Predicate] = ()) -> tuple[ReadContext, list[BucketSplit]]:
@@ -122,11 +131,14 @@ class TableScan:
             predicates=data_preds,
             row_filter=self._compiled_row_filter(output_schema),
         )
+        prune = self._row_filter_on_partitions(output_schema, part_fields)
         splits: list[BucketSplit] = []
         snapshot = str(self.write_ids)
         for part in self.layout.partitions:
             values = tuple(convert_partition_value(raw, f.type) for raw, f in zip(part.raw_values, part_fields))
             if part_preds and not partition_matches(part_preds, dict(zip(part_names, values))):
+                continue
+            if prune is not None and not _may_match(prune, part_fields, values):
                 continue
             state = acid_state_for(self.layout, part, self.write_ids, self.txns)
             buckets: dict[int, dict[str, list[FileSlice]]] = defaultdict(lambda: {"inserts": [], "deletes": []})
@@ -228,3 +240,14 @@ class TableScan:
 
 def _with_stripes(s: FileSlice, first: int, last: int) -> FileSlice:
     return dataclasses.replace(s, stripes=(first, last))
+
+
+def _may_match(condition, part_fields: list[pa.Field], values: tuple) -> bool:
+    """Can a row of the partition with these values pass ``condition`` (partition columns only)?
+    Evaluated on the values exactly as the reader fills the columns. An evaluation error keeps
+    the partition: its rows would meet the same error in the read, which reports it."""
+    row = pa.table({f.name: pa.array([v], f.type) for f, v in zip(part_fields, values)})
+    try:
+        return row.filter(condition).num_rows == 1
+    except (pa.ArrowException, ArithmeticError, TypeError, ValueError):
+        return True

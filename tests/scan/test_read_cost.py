@@ -18,8 +18,11 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from acid_source import create_table
+from acid_source.expressions import parse_condition
 from acid_source.storage import Storage
 from acid_source.table import AcidTable
 
@@ -116,3 +119,81 @@ def test_files_opened_by_a_full_scan_before_and_after_minor_and_major_compaction
     t.vacuum(retentionSeconds=0)
     rows, counts = scan_cost(t, opened)
     assert rows == expected_rows and set(counts) == bases and sum(counts.values()) == len(bases)
+
+
+# --- rowFilter prunes partitions ----------------------------------------------------------------
+PRUNE_SCHEMA = pa.schema([("id", pa.int64()), ("day", pa.int32()), ("tag", pa.string())])
+# partitions (day, tag) -> ids; (None, None) is Hive's __HIVE_DEFAULT_PARTITION__ for both
+PRUNE_PARTS = {(1, "x"): [1, 2], (1, "y"): [3], (2, "x"): [4, 5], (3, None): [6], (None, None): [7]}
+
+
+def _pruned_table(tmp_path, url: str | None = None) -> tuple[AcidTable, dict[int, tuple]]:
+    location = str(tmp_path / "pruned")
+    create_table(location, PRUNE_SCHEMA, partition_columns=["day", "tag"], metastore_url=url)
+    t = AcidTable.load(location, metastoreUrl=url)
+    rows = {i: (i, day, tag) for (day, tag), ids in PRUNE_PARTS.items() for i in ids}
+    t.append(pa.table({"id": pa.array(list(rows), pa.int64()),
+                       "day": pa.array([r[1] for r in rows.values()], pa.int32()),
+                       "tag": pa.array([r[2] for r in rows.values()], pa.string())}))
+    return t, rows
+
+
+# rowFilter, the rows it keeps (by hand), the partitions a scan may skip (by hand)
+PRUNE_CASES = [
+    ("day = 1", [1, 2, 3], {(2, "x"), (3, None), (None, None)}),
+    ("day = 1 AND id > 1", [2, 3], {(2, "x"), (3, None), (None, None)}),
+    ("(tag = 'x' AND (id < 5 AND day >= 1))", [1, 2, 4], {(1, "y"), (3, None), (None, None)}),
+    ("day = 1 OR id = 6", [1, 2, 3, 6], set()),  # OR with a data column: nothing can be skipped
+    ("tag IS NULL", [6, 7], {(1, "x"), (1, "y"), (2, "x")}),
+    ("NOT (day <> 2)", [4, 5], {(1, "x"), (1, "y"), (3, None), (None, None)}),
+    ("coalesce(day, 0) = 0 AND id = 7", [7], {(1, "x"), (1, "y"), (2, "x"), (3, None)}),
+    ("day IN (2, 3) AND tag <=> NULL", [6], {(1, "x"), (1, "y"), (2, "x"), (None, None)}),
+    ("id > 3", [4, 5, 6, 7], set()),
+    ("false", [], set(PRUNE_PARTS)),
+]
+
+
+def _partition_dir(day, tag) -> str:
+    name = lambda v: "__HIVE_DEFAULT_PARTITION__" if v is None else str(v)  # noqa: E731
+    return f"day={name(day)}{os.sep}tag={name(tag)}"
+
+
+@pytest.mark.parametrize("row_filter, ids, skipped", PRUNE_CASES)
+def test_a_row_filter_on_partition_columns_skips_the_partitions_it_rules_out(tmp_path, opened, row_filter,
+                                                                            ids, skipped):
+    t, rows = _pruned_table(tmp_path)
+    got, counts = scan_cost(t, opened, rowFilter=row_filter)
+    assert got == sorted(rows[i] for i in ids)
+    read = {p for p in PRUNE_PARTS if any(_partition_dir(*p) + os.sep in path for path in counts)}
+    assert read == set(PRUNE_PARTS) - skipped
+
+
+_atoms = st.sampled_from([
+    "day = 1", "day <> 1", "day > 1", "day IS NULL", "day IS NOT NULL", "day IN (1, 3)", "day <=> NULL",
+    "tag = 'x'", "tag <> 'x'", "tag IS NULL", "tag LIKE 'y%'", "coalesce(tag, 'z') = 'z'",
+    "id > 3", "id % 2 = 0", "id IS NULL", "NULL", "true", "false", "day + id > 5", "day = id",
+])
+_conditions = st.recursive(_atoms, lambda inner: st.one_of(
+    st.tuples(inner, inner).map(lambda ab: f"({ab[0]} AND {ab[1]})"),
+    st.tuples(inner, inner).map(lambda ab: f"({ab[0]} OR {ab[1]})"),
+    inner.map(lambda a: f"NOT ({a})"),
+), max_leaves=6)
+
+
+@pytest.fixture(scope="module")
+def prune_table(tmp_path_factory) -> AcidTable:
+    root = tmp_path_factory.mktemp("prune")
+    return _pruned_table(root, f"sqlite:///{root}/store.db")[0]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(condition=_conditions)
+def test_pruning_never_changes_the_rows(prune_table, condition):
+    """Differential: the pruned scan keeps exactly the rows the same condition keeps when it is
+    applied to every row of the table (no partition skipped)."""
+    table = prune_table
+    everything = table.scan().toArrow()
+    expected = everything.filter(parse_condition(condition, everything.schema).expression)
+    got = table.scan(rowFilter=condition).toArrow()
+    assert sorted(got.column("id").to_pylist()) == sorted(expected.column("id").to_pylist())
+
