@@ -12,26 +12,23 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import datetime as dt
-import json
 import os
 import pstats
 import shutil
 import sqlite3
-import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+import bench_common as bc  # noqa: E402
 import numpy as np  # noqa: E402
-import pyarrow as pa  # noqa: E402
+from bench_common import cumtime, log, median  # noqa: E402
 from bench_table import ARROW_SCHEMA, columns_for  # noqa: E402
 from dml_benchmark import DmlMeter, arrow_rows, ensure_plain, fingerprint  # noqa: E402
-from read_benchmark import _cumtime, _rel, core_scan, load_average, log, machine_info, spark_version  # noqa: E402
+from read_benchmark import core_scan  # noqa: E402
 
 import acid_source  # noqa: E402
 from acid_source.storage import Storage  # noqa: E402
@@ -197,25 +194,22 @@ def profile_call(fn, out: Path) -> dict:
     total = sum(v[2] for v in stats.stats.values())
     files, visibility = "acid_source/orc/files.py", "scan/visibility.py"
     stages = {
-        "planning (TableScan.plan: snapshot, listing, acid state, splits)": _cumtime(stats, "plan", "scan/planner.py"),
-        "directory listings (Storage.list_dir)": _cumtime(stats, "list_dir", "acid_source/storage.py"),
-        "file opens + footers (OrcFile._orc)": _cumtime(stats, "_orc", files),
-        "ACID v1 check of every delta file (needs_collapse)": _cumtime(stats, "needs_collapse", ""),
-        "delete events (_load_deletes: read delete stripes, KeySet sort)": _cumtime(stats, "_load_deletes", visibility),
-        "ORC stripe decode (OrcFile.read_stripe)": _cumtime(stats, "read_stripe", files),
-        "anti-join probe (KeySet.contains)": _cumtime(stats, "contains", visibility),
-        "k-way merge of minor compaction (merge_by_row_id)": _cumtime(stats, "merge_by_row_id", "compaction_tasks"),
-        "event writer (KeyedEventWriter.write_*)": _cumtime(stats, "write_events", "orc/writer.py")
-        + _cumtime(stats, "write_rows", "orc/writer.py"),
-        "transaction store (SQLAlchemy execute)": _cumtime(stats, "execute", "sqlalchemy/engine/base.py"),
+        "planning (TableScan.plan: snapshot, listing, acid state, splits)": cumtime(stats, "plan", "scan/planner.py"),
+        "directory listings (Storage.list_dir)": cumtime(stats, "list_dir", "acid_source/storage.py"),
+        "file opens + footers (OrcFile._orc)": cumtime(stats, "_orc", files),
+        "ACID v1 check of every delta file (needs_collapse)": cumtime(stats, "needs_collapse", ""),
+        "delete events (_load_deletes: read delete stripes, KeySet sort)": cumtime(stats, "_load_deletes", visibility),
+        "ORC stripe decode (OrcFile.read_stripe)": cumtime(stats, "read_stripe", files),
+        "anti-join probe (KeySet.contains)": cumtime(stats, "contains", visibility),
+        "k-way merge of minor compaction (merge_by_row_id)": cumtime(stats, "merge_by_row_id", "compaction_tasks"),
+        "event writer (KeyedEventWriter.write_*)": cumtime(stats, "write_events", "orc/writer.py")
+        + cumtime(stats, "write_rows", "orc/writer.py"),
+        "transaction store (SQLAlchemy execute)": cumtime(stats, "execute", "sqlalchemy/engine/base.py"),
     }
     prof.dump_stats(str(out))
-    top = sorted(((tt, ct, nc, f"{Path(file).name}:{line}({func})" if line else func)
-                  for (file, line, func), (cc, nc, tt, ct, _) in stats.stats.items()), reverse=True)
-    return {"seconds_under_profiler": round(seconds, 3), "total_seconds": round(total, 3), "profile_file": _rel(out),
-            "stages": {k: round(v, 3) for k, v in stages.items() if v > 0},
-            "top_functions": [{"tottime": round(tt, 3), "cumtime": round(ct, 3), "calls": nc, "function": fn}
-                              for tt, ct, nc, fn in top[:15]]}
+    return {"seconds_under_profiler": round(seconds, 3), "total_seconds": round(total, 3),
+            "profile_file": bc.rel_path(out), "stages": {k: round(v, 3) for k, v in stages.items() if v > 0},
+            "top_functions": bc.top_functions(stats)}
 
 
 def profile_lines(p: dict) -> list[str]:
@@ -243,10 +237,6 @@ def link_tree(src: Path, dst: Path) -> None:
     """``dst`` as a copy of ``src`` made of hard links: acidorc never changes a written file, it
     only adds directories and the cleaner removes whole ones, so the links stay a frozen copy."""
     shutil.copytree(src, dst, copy_function=os.link)
-
-
-def median(values):
-    return statistics.median(values) if values else None
 
 
 # --- main -------------------------------------------------------------------------------------------------
@@ -289,18 +279,12 @@ def main(argv=None) -> int:
         ap.error("--rows >= 10000; --append-rows, --delete-every, --delete-rows, --repeat, --tasks >= 1")
     args.steps_list = steps
 
-    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    if args.work_dir:
-        args.work_dir.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix="acidorc-compaction-bench-", dir=args.work_dir))
-    # our own transaction store (every call passes its URL too), set before Spark starts so that
-    # its Python workers inherit it; no automatic compaction: the deltas must pile up
-    os.environ["ACIDORC_METASTORE_URL"] = f"sqlite:///{work / 'store-main.db'}"
-    os.environ["ACIDORC_AUTO_COMPACT"] = "false"
-    try:
+    stamp = bc.timestamp()
+    # our own transaction store (every call passes its URL too); no automatic compaction: the
+    # deltas must pile up
+    with bc.scratch_dir(args.work_dir, "compaction", store="store-main.db") as (work, _url):
+        os.environ["ACIDORC_AUTO_COMPACT"] = "false"
         return run(args, stamp, work)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
 
 
 def run(args, stamp: str, work: Path) -> int:
@@ -313,12 +297,7 @@ def run(args, stamp: str, work: Path) -> int:
     url_main = f"sqlite:///{store_main}"
     log(f"work dir {work}, store {url_main}")
 
-    log("starting Spark (local[2]) ...")
-    conf = {"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
-            "spark.sql.shuffle.partitions": "2", "spark.driver.memory": args.driver_memory,
-            "spark.sql.session.timeZone": "UTC", "spark.sql.warehouse.dir": str(work / "spark-warehouse")}
-    spark = acid_source.get_or_create_session(app_name="acidorc-compaction-benchmark", master="local[2]", conf=conf)
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = bc.start_spark("acidorc-compaction-benchmark", args.driver_memory, work / "spark-warehouse")
     native_codec = spark.conf.get("spark.sql.orc.compression.codec")
     meter = DmlMeter(spark)
 
@@ -457,7 +436,7 @@ def run(args, stamp: str, work: Path) -> int:
               "runs": {k: [round(r["wall"], 3) for r in v] for k, v in runs.items()},
               "others_cpu": sum(r["others"] or 0.0 for v in runs.values() for r in v),
               "timed_wall": sum(r["wall"] for v in runs.values() for r in v),
-              "load_average": load_average(),
+              "load_average": bc.load_average(),
               "in_process": {k: counted[k] for k in ("splits", "plan_seconds", "read_seconds", "files_opened",
                                                         "distinct_files_opened", "dirs_listed", "metrics",
                                                         "engine_free_best_s", "python_calls")}}
@@ -681,17 +660,15 @@ def run(args, stamp: str, work: Path) -> int:
         url = restore("profile2")
         profiles["minor"] = profile_call(lambda: AcidTable.load(str(table), metastoreUrl=url).compact("minor"),
                                          args.results_dir / f"compaction_{stamp}_minor.prof")
-    spark.stop()
-    log("Spark stopped")
+    bc.stop_spark(spark)
 
     # 8. report
     timed = sum(cp["timed_wall"] for cp in checkpoints)
     others = sum(cp["others_cpu"] for cp in checkpoints)
-    contention = others / (timed * (os.cpu_count() or 1)) if timed and meter.available else None
+    contention = bc.contention_share(others, timed, meter)
     loads = [cp["load_average"] for cp in checkpoints]
     lines = [
-        f"acidorc compaction benchmark {stamp}: local[2], {os.cpu_count()} cores, Spark {spark_version()}, "
-        f"pyarrow {pa.__version__}",
+        bc.header_line("compaction", stamp),
         f"table: {args.rows:,} rows (id bigint, name string, amount double, day date, price decimal(12,2)), "
         f"unpartitioned, zlib; base = Spark append ({args.tasks} tasks) + major compaction; every step appends "
         f"{args.append_rows:,} rows (engine-free, one delta), every {args.delete_every} steps one also deletes "
@@ -791,23 +768,17 @@ def run(args, stamp: str, work: Path) -> int:
             lines.append("  minor compaction: no function's call count grows faster than the number of deltas")
     if contention is not None:
         lines.append("")
-        lines.append(f"other processes used {100 * contention:.0f}% of the machine's CPU during the timed scans"
-                     + (" - wall times are inflated; compare CPU seconds" if contention > 0.1 else "")
-                     + f"; load average {min(x or 0 for x in loads)} .. {max(x or 0 for x in loads)}")
+        load_range = f"{min(x or 0 for x in loads)} .. {max(x or 0 for x in loads)}"
+        lines.append(bc.contention_line(contention, "scans", load_range))
     for name, p in profiles.items():
         lines.append("")
         lines.append(f"where the in-process {name} of the {n_last}-step state spends its time (cProfile: "
                      f"{p['seconds_under_profiler']:.2f}s; {p['profile_file']}):")
         lines.extend(profile_lines(p))
     lines.append(f"(whole run {time.perf_counter() - t_start:.0f}s)")
-    report = "\n".join(lines)
-    print("\n" + report, flush=True)
+    report = bc.print_report(lines)
 
-    args.results_dir.mkdir(parents=True, exist_ok=True)
-    out = args.results_dir / f"compaction_{stamp}.json"
-    out.write_text(json.dumps({
-        "timestamp": stamp,
-        "machine": machine_info(args.driver_memory, loads, contention),
+    bc.write_results(args.results_dir, "compaction", stamp, bc.machine_info(args.driver_memory, loads, contention), {
         "params": {"rows": args.rows, "steps": steps, "append_rows": args.append_rows,
                    "delete_every": args.delete_every, "delete_rows": args.delete_rows, "repeat": args.repeat,
                    "rewrite_repeat": args.rewrite_repeat, "tasks": args.tasks, "acid_compression": "zlib",
@@ -830,8 +801,7 @@ def run(args, stamp: str, work: Path) -> int:
         "minor_superlinear_call_counts": minor_quadratic,
         "profiles": profiles,
         "report": report,
-    }, indent=1, default=str))
-    log(f"\nwrote {_rel(out)}")
+    })
     return 0
 
 

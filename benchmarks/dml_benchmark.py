@@ -11,15 +11,11 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import datetime as dt
 import json
 import os
 import pstats
 import shutil
-import statistics
 import sys
-import tempfile
-import threading
 import time
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -29,11 +25,12 @@ from typing import Callable
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+import bench_common as bc  # noqa: E402
 import numpy as np  # noqa: E402
 import pyarrow as pa  # noqa: E402
 import pyarrow.orc as paorc  # noqa: E402
+from bench_common import cumtime, log  # noqa: E402
 from bench_table import ARROW_SCHEMA, columns_for  # noqa: E402
-from read_benchmark import CpuMeter, _cumtime, _rel, load_average, log, machine_info, spark_version, stage_lines  # noqa: E402
 
 import acid_source  # noqa: E402
 
@@ -214,15 +211,14 @@ def clone_table(pristine: Path, dest: Path, compression: str) -> None:
 
 
 # --- timing ---------------------------------------------------------------------------------------
-class DmlMeter(CpuMeter):
+class DmlMeter(bc.CpuMeter):
     """CpuMeter plus the driver's own CPU (the engine-free statements run there; the sampler
     thread's CPU is left out) and the Spark stages a statement ran, from Spark's status store
     (kept with the UI off): per stage its span, task time, rows in and out."""
 
     def __init__(self, spark):
-        super().__init__(getattr(getattr(spark.sparkContext._gateway, "proc", None), "pid", None))
+        super().__init__(bc.jvm_pid(spark))
         self.spark = spark
-        self._sampler_cpu = 0.0
 
     def _stages(self):
         store = self.spark.sparkContext._jsc.sc().statusStore()
@@ -253,52 +249,13 @@ class DmlMeter(CpuMeter):
     def run(self, action) -> dict:
         first = self._stage_ids()
         driver0 = time.process_time()
-        sampler0 = self._sampler_cpu
+        sampler0 = self.sampler_cpu
         box = {}
         wall, jvm, py, others = self.measure(lambda: box.setdefault("result", action()))
-        driver = time.process_time() - driver0 - (self._sampler_cpu - sampler0)
+        driver = time.process_time() - driver0 - (self.sampler_cpu - sampler0)
         stages = self.stages_since(first)
         return {"wall": wall, "jvm": jvm, "py": py, "driver": driver, "others": others, "stages": stages,
                 "result": box.get("result")}
-
-    def measure(self, action):
-        """CpuMeter.measure, with the sampler thread's own CPU counted (see run)."""
-        if not self.available:
-            return super().measure(action)
-        first = self._sample()
-        busy0, driver0 = self._machine_busy(), sum(os.times()[:2])
-        last = {"jvm": first[0], "py": dict(first[1])}
-        done = threading.Event()
-        spent = {"cpu": 0.0}
-
-        def sampler():
-            t0 = time.thread_time()
-            while not done.wait(0.1):
-                snap = self._sample()
-                if snap:
-                    last["jvm"] = snap[0]
-                    last["py"].update(snap[1])
-            spent["cpu"] = time.thread_time() - t0
-
-        thread = threading.Thread(target=sampler, daemon=True)
-        thread.start()
-        t0 = time.perf_counter()
-        try:
-            action()
-        finally:
-            wall = time.perf_counter() - t0
-            done.set()
-            thread.join()
-        self._sampler_cpu += spent["cpu"]
-        snap = self._sample()
-        if snap:
-            last["jvm"] = snap[0]
-            last["py"].update(snap[1])
-        jvm = (last["jvm"] - first[0]) / self.hz
-        python = sum(t - first[1].get(pid, 0) for pid, t in last["py"].items()) / self.hz
-        machine = (self._machine_busy() - busy0) / self.hz
-        others = max(0.0, machine - jvm - python - (sum(os.times()[:2]) - driver0))
-        return wall, jvm, python, others
 
 
 def phase_lines(run: dict) -> list[str]:
@@ -336,34 +293,30 @@ def profile_engine_free(op: str, path: Path, out_dir: Path, stamp: str) -> dict:
     stats = pstats.Stats(prof)
     total = sum(v[2] for v in stats.stats.values())
     reader, events, changes = "scan/reader.py", "dml/events.py", "dml/arrow_changes.py"
-    read = _cumtime(stats, "read_split", reader)
-    filt = _cumtime(stats, "change_rows", changes) - read  # generator body: filter + change batches
-    inserts = _cumtime(stats, "write", "write/task.py", ("_write",)) + _cumtime(stats, "close", "write/task.py",
-                                                                              ("_close",))
-    deletes = _cumtime(stats, "_write_delete_file", events)
-    collect = _cumtime(stats, "_collect_deletes", events)
-    take = _cumtime(stats, "_write", events, ("write",))
+    read = cumtime(stats, "read_split", reader)
+    filt = cumtime(stats, "change_rows", changes) - read  # generator body: filter + change batches
+    inserts = cumtime(stats, "write", "write/task.py", ("_write",)) + cumtime(stats, "close", "write/task.py",
+                                                                             ("_close",))
+    deletes = cumtime(stats, "_write_delete_file", events)
+    collect = cumtime(stats, "_collect_deletes", events)
+    take = cumtime(stats, "_write", events, ("write",))
     stages = {
         "read the target (read_split: ORC decode, visibility, ROW__IDs)": read,
         "condition + change batches (filter, SET values, _change_batch)": max(0.0, filt - take),
         "collect delete keys (group by partition, writer id)": collect,
         "delete files (sort keys, DeleteFileWriter, copy into the table)": deletes,
         "insert files (new row versions: TaskWriter)": inserts,
-        "ChangeWriter._write other (op counts, split by op)": max(0.0, take - collect - _cumtime(
+        "ChangeWriter._write other (op counts, split by op)": max(0.0, take - collect - cumtime(
             stats, "write", "write/task.py", ("_write",))),
         "transaction, snapshot, commit (run_dml minus the producer)": max(
-            0.0, _cumtime(stats, "run_dml", "dml/execution.py") - _cumtime(stats, "arrow_changes", changes)),
+            0.0, cumtime(stats, "run_dml", "dml/execution.py") - cumtime(stats, "arrow_changes", changes)),
     }
     stages["other"] = max(0.0, total - sum(stages.values()))
     prof_path = out_dir / f"dml_{stamp}_{op}_engine_free.prof"
     prof.dump_stats(str(prof_path))
-    top = sorted(((tt, ct, nc, f"{Path(file).name}:{line}({func})" if line else func)
-                  for (file, line, func), (cc, nc, tt, ct, _) in stats.stats.items()), reverse=True)
     return {"label": f"engine-free {op.upper()}", "seconds_under_profiler": round(seconds, 3),
-            "metrics": metrics, "profile_file": _rel(prof_path), "total_seconds": round(total, 3),
-            "stages": {k: round(v, 3) for k, v in stages.items()},
-            "top_functions": [{"tottime": round(tt, 3), "cumtime": round(ct, 3), "calls": nc, "function": fn}
-                              for tt, ct, nc, fn in top[:15]]}
+            "metrics": metrics, "profile_file": bc.rel_path(prof_path), "total_seconds": round(total, 3),
+            "stages": {k: round(v, 3) for k, v in stages.items()}, "top_functions": bc.top_functions(stats)}
 
 
 # --- main -----------------------------------------------------------------------------------------
@@ -407,17 +360,9 @@ def main(argv=None) -> int:
     if set(ops) - set(OPS) or set(engines) - set(ENGINES) or not ops or "native" not in engines:
         ap.error(f"--ops from {OPS}, --engines from {ENGINES} (native is needed for the ratios)")
 
-    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    if args.work_dir:
-        args.work_dir.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix="acidorc-dml-bench-", dir=args.work_dir))
-    # our own transaction store, set before Spark starts so that its Python workers inherit it
-    metastore_url = f"sqlite:///{work / 'metastore.db'}"
-    os.environ["ACIDORC_METASTORE_URL"] = metastore_url
-    try:
+    stamp = bc.timestamp()
+    with bc.scratch_dir(args.work_dir, "dml") as (work, _url):
         return run(args, ops, engines, stamp, work)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
 
 
 def run(args, ops: list[str], engines: list[str], stamp: str, work: Path) -> int:
@@ -435,12 +380,7 @@ def run(args, ops: list[str], engines: list[str], stamp: str, work: Path) -> int
         f"{expected['merge']['changed']['numUpdatedRows']:,} and inserts "
         f"{expected['merge']['changed']['numInsertedRows']:,}")
 
-    log("starting Spark (local[2]) ...")
-    conf = {"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
-            "spark.sql.shuffle.partitions": "2", "spark.driver.memory": args.driver_memory,
-            "spark.sql.session.timeZone": "UTC", "spark.sql.warehouse.dir": str(work / "spark-warehouse")}
-    spark = acid_source.get_or_create_session(app_name="acidorc-dml-benchmark", master="local[2]", conf=conf)
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = bc.start_spark("acidorc-dml-benchmark", args.driver_memory, work / "spark-warehouse")
     native_codec = spark.conf.get("spark.sql.orc.compression.codec")
 
     # 1. the native table (plain ORC, cached), the pristine acidorc table, the MERGE source
@@ -575,35 +515,24 @@ def run(args, ops: list[str], engines: list[str], stamp: str, work: Path) -> int
         "sum(price) and the changed rows match numpy's expectation")
 
     # 4. timed runs, round-robin so that drifting machine load hits every scenario alike
-    loads = [load_average()]
-    others_cpu = timed_wall = 0.0
-    for rep in range(args.repeat):
-        for key, sc in scenarios.items():
-            path = prepare(sc)
-            r = meter.run(lambda: sc.run(path))
-            check = quick_check(sc.result(path))
-            want = {k: expected[sc.op][k] for k in ("rows", "sum_id")}
-            if check != want or check_metrics(sc, r["result"] or {}):
-                raise SystemExit(f"{sc.op}/{sc.engine} run {rep + 1}: read back {check}, metrics {r['result']}")
-            shutil.rmtree(path, ignore_errors=True)
-            sc.runs.append(r)
-            timed_wall += r["wall"]
-            others_cpu += r["others"] or 0.0
-        loads.append(load_average())
-        log(f"run {rep + 1}/{args.repeat}: " + ", ".join(f"{k[0]}/{k[1]} {sc.runs[-1]['wall']:.2f}s"
-                                                         for k, sc in scenarios.items())
-            + f"  (load average {loads[-1]})")
-    contention = others_cpu / (timed_wall * (os.cpu_count() or 1)) if timed_wall and meter.available else None
+    def timed_run(key, rep: int) -> dict:
+        sc = scenarios[key]
+        path = prepare(sc)
+        r = meter.run(lambda: sc.run(path))
+        check = quick_check(sc.result(path))
+        want = {k: expected[sc.op][k] for k in ("rows", "sum_id")}
+        if check != want or check_metrics(sc, r["result"] or {}):
+            raise SystemExit(f"{sc.op}/{sc.engine} run {rep + 1}: read back {check}, metrics {r['result']}")
+        shutil.rmtree(path, ignore_errors=True)
+        return r
 
-    def med(sc, key):
-        values = [r[key] for r in sc.runs]
-        return None if any(v is None for v in values) else statistics.median(values)
+    runs, loads, contention = bc.round_robin(scenarios, args.repeat, timed_run, meter, name=lambda k: f"{k[0]}/{k[1]}")
+    for key, sc in scenarios.items():
+        sc.runs = runs[key]
 
-    median = {k: med(sc, "wall") for k, sc in scenarios.items()}
-    cpu_total = {}
-    for k, sc in scenarios.items():
-        parts = [med(sc, x) for x in ("jvm", "py", "driver")]
-        cpu_total[k] = None if None in parts else parts
+    median = {k: bc.median(r["wall"] for r in sc.runs) for k, sc in scenarios.items()}
+    cpu_medians = bc.cpu_medians(runs, ("jvm", "py", "driver"))
+    cpu_total = {k: cpu_medians.get(k) for k in scenarios}
 
     def ratio(key):
         ref = (key[0], "native")
@@ -635,13 +564,11 @@ def run(args, ops: list[str], engines: list[str], stamp: str, work: Path) -> int
                 log(f"profiling the engine-free {op.upper()} (cProfile) ...")
                 profiles.append(profile_engine_free(op, path, args.results_dir, stamp))
                 shutil.rmtree(path, ignore_errors=True)
-    spark.stop()
-    log("Spark stopped")
+    bc.stop_spark(spark)
 
     # 6. report
     lines = [
-        f"acidorc DML benchmark {stamp}: local[2], {os.cpu_count()} cores, Spark {spark_version()}, "
-        f"pyarrow {pa.__version__}",
+        bc.header_line("DML", stamp),
         f"table: {args.rows:,} rows (id bigint, name string, amount double, day date, price decimal(12,2)), "
         f"unpartitioned; acidorc: one insert delta, {len(acid_files)} bucket files ({args.compression}, "
         f"{acid_bytes / 2**20:.0f} MiB); native: plain ORC written by Spark, {len(manifest['files'])} files "
@@ -671,9 +598,7 @@ def run(args, ops: list[str], engines: list[str], stamp: str, work: Path) -> int
         lines.append(f"ratio {key[0].upper()} {key[1]:<6} acidorc/native (median wall) = {r:.2f}{target}"
                      + (f"; CPU-seconds ratio {cr:.2f}" if cr else ""))
     if contention is not None:
-        lines.append(f"other processes used {100 * contention:.0f}% of the machine's CPU during the timed runs"
-                     + (" - wall times are inflated; compare CPU seconds" if contention > 0.1 else "")
-                     + f"; load average {loads[0]} -> {loads[-1]}")
+        lines.append(bc.contention_line(contention, load=f"{loads[0]} -> {loads[-1]}"))
     lines.append("")
     lines.append("where the time goes: the Spark stages of each statement's median run (Spark's status store)")
     for key, sc in scenarios.items():
@@ -688,16 +613,11 @@ def run(args, ops: list[str], engines: list[str], stamp: str, work: Path) -> int
         lines.append("")
         lines.append(f"where the {p['label']} spends its time (cProfile, in-process, 1 thread: "
                      f"{p['seconds_under_profiler']:.2f}s; {p['profile_file']}):")
-        lines.extend(stage_lines(p))
+        lines.extend(bc.stage_lines(p))
     lines.append(f"(whole run {time.perf_counter() - t_start:.0f}s)")
-    report = "\n".join(lines)
-    print("\n" + report, flush=True)
+    report = bc.print_report(lines)
 
-    args.results_dir.mkdir(parents=True, exist_ok=True)
-    out = args.results_dir / f"dml_{stamp}.json"
-    out.write_text(json.dumps({
-        "timestamp": stamp,
-        "machine": machine_info(args.driver_memory, loads, contention),
+    bc.write_results(args.results_dir, "dml", stamp, bc.machine_info(args.driver_memory, loads, contention), {
         "params": {"rows": args.rows, "merge_rows": args.merge_rows, "repeat": args.repeat, "tasks": args.tasks,
                    "partitioned": False, "acid_compression": args.compression, "native_codec": native_codec,
                    "ops": ops, "engines": engines, "delete_condition": DELETE_CONDITION,
@@ -723,8 +643,7 @@ def run(args, ops: list[str], engines: list[str], stamp: str, work: Path) -> int
         "target_met": delete_ratio <= TARGET_DELETE_RATIO if delete_ratio else None,
         "engine_free_profiles": profiles,
         "report": report,
-    }, indent=1, default=str))
-    log(f"\nwrote {_rel(out)}")
+    })
     return 0
 
 

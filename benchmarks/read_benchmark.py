@@ -10,13 +10,8 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import datetime as dt
-import json
 import math
-import os
-import platform
 import pstats
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -24,11 +19,11 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+import bench_common as bc  # noqa: E402
 import bench_table as bt  # noqa: E402
-import pyarrow as pa  # noqa: E402
 import pyarrow.compute as pc  # noqa: E402
+from bench_common import cumtime, log  # noqa: E402
 
-import acid_source  # noqa: E402
 from acid_source.options import ReadOptions  # noqa: E402
 from acid_source.orc.files import OrcFile  # noqa: E402
 from acid_source.resolve import scan_for  # noqa: E402
@@ -36,13 +31,6 @@ from acid_source.scan.reader import ScanMetrics, read_split  # noqa: E402
 from acid_source.storage import Storage  # noqa: E402
 
 TARGET_RATIO = 1.5
-
-
-_T0 = time.perf_counter()
-
-
-def log(msg: str) -> None:
-    print(f"[{time.perf_counter() - _T0:6.1f}s] {msg}", flush=True)
 
 
 # --- core (no Spark) ---------------------------------------------------------------------------
@@ -135,21 +123,6 @@ def _floor_source():
 
 
 # --- Spark ----------------------------------------------------------------------------------------
-def start_spark(driver_memory: str):
-    conf = {
-        "spark.ui.enabled": "false",
-        "spark.ui.showConsoleProgress": "false",
-        "spark.sql.shuffle.partitions": "2",
-        "spark.driver.memory": driver_memory,
-        "spark.sql.session.timeZone": "UTC",
-        "spark.sql.warehouse.dir": str(HERE / "data" / "spark-warehouse"),
-    }
-    spark = acid_source.get_or_create_session(app_name="acidorc-read-benchmark", master="local[2]", conf=conf)
-    spark.sparkContext.setLogLevel("ERROR")
-    spark.dataSource.register(_floor_source())
-    return spark
-
-
 def fingerprint(df) -> dict:
     """Row count, sum of ids and a sum of per-row hashes over all columns (decimal, no overflow)."""
     from pyspark.sql import functions as F
@@ -162,115 +135,12 @@ def fingerprint(df) -> dict:
     return {"rows": int(row["rows"]), "sum_id": int(row["sum_id"] or 0), "hash": str(row["hash"])}
 
 
-class CpuMeter:
-    """CPU seconds used by Spark's JVM and by its Python workers (every process below the JVM:
-    pyspark daemons and the workers they fork), sampled from /proc every 0.1s while a query
-    runs. The daemons ignore SIGCHLD, so a finished worker's time never reaches any parent's
-    cutime: each worker is tracked by pid and counted up to its last sample. On a shared
-    machine CPU seconds are steadier than wall time, which the neighbours' load inflates."""
-
-    def __init__(self, jvm_pid: int | None):
-        self.jvm_pid = jvm_pid
-        self.hz = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-        self.available = jvm_pid is not None and Path(f"/proc/{jvm_pid}/stat").exists()
-
-    def _sample(self) -> tuple[int, dict[int, int]] | None:
-        own, children = {}, {}
-        for entry in os.listdir("/proc"):
-            if not entry.isdigit():
-                continue
-            try:
-                text = Path(f"/proc/{entry}/stat").read_text()
-            except OSError:
-                continue
-            fields = text[text.rindex(")") + 2:].split()
-            own[int(entry)] = int(fields[11]) + int(fields[12])  # utime + stime
-            children.setdefault(int(fields[1]), []).append(int(entry))
-        if self.jvm_pid not in own:
-            return None
-        below, stack = {}, list(children.get(self.jvm_pid, []))
-        while stack:
-            pid = stack.pop()
-            below[pid] = own[pid]
-            stack.extend(children.get(pid, []))
-        return own[self.jvm_pid], below
-
-    @staticmethod
-    def _machine_busy() -> int:
-        """Busy jiffies of the whole machine (all CPUs) from /proc/stat."""
-        fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
-        return sum(fields) - fields[3] - (fields[4] if len(fields) > 4 else 0)  # minus idle, iowait
-
-    def measure(self, action):
-        """Run ``action()``; return (wall seconds, JVM CPU s, Python-worker CPU s, CPU s used by
-        other processes of the machine meanwhile - the neighbours' share)."""
-        import threading
-
-        first = self._sample() if self.available else None
-        if first is None:
-            t0 = time.perf_counter()
-            action()
-            return time.perf_counter() - t0, None, None, None
-        busy0, driver0 = self._machine_busy(), sum(os.times()[:2])
-        last = {"jvm": first[0], "py": dict(first[1])}
-        done = threading.Event()
-
-        def sampler():
-            while not done.wait(0.1):
-                snap = self._sample()
-                if snap:
-                    last["jvm"] = snap[0]
-                    last["py"].update(snap[1])
-
-        thread = threading.Thread(target=sampler, daemon=True)
-        thread.start()
-        t0 = time.perf_counter()
-        try:
-            action()
-        finally:
-            wall = time.perf_counter() - t0
-            done.set()
-            thread.join()
-        snap = self._sample()
-        if snap:
-            last["jvm"] = snap[0]
-            last["py"].update(snap[1])
-        jvm = (last["jvm"] - first[0]) / self.hz
-        python = sum(t - first[1].get(pid, 0) for pid, t in last["py"].items()) / self.hz
-        machine = (self._machine_busy() - busy0) / self.hz
-        others = max(0.0, machine - jvm - python - (sum(os.times()[:2]) - driver0))
-        return wall, jvm, python, others
-
-
-def timed_noop(df, meter: CpuMeter) -> tuple:
-    """Wall seconds of a noop write of ``df``; JVM, Python-worker and other processes' CPU seconds."""
-    return meter.measure(lambda: df.write.format("noop").mode("overwrite").save())
-
-
-def load_average() -> float | None:
-    try:
-        return float(Path("/proc/loadavg").read_text().split()[0])
-    except OSError:
-        return None
+def timed_noop(df, meter: bc.CpuMeter) -> dict:
+    """A noop write of ``df`` (every column of every row), measured: ``CpuMeter.run``'s record."""
+    return meter.run(lambda: df.write.format("noop").mode("overwrite").save())
 
 
 # --- profiling ----------------------------------------------------------------------------------
-def _cumtime(stats: pstats.Stats, name: str, file_part: str, callers: tuple[str, ...] = ()) -> float:
-    """Cumulative seconds in function ``name`` (defined in a file containing ``file_part``);
-    with ``callers``, only the calls made by functions of those names."""
-    total = 0.0
-    for (file, _line, func), (_cc, _nc, _tt, ct, by_caller) in stats.stats.items():
-        if func != name or file_part not in file:
-            continue
-        if not callers:
-            total += ct
-            continue
-        for (_cf, _cl, caller), value in by_caller.items():
-            if caller in callers:
-                total += value[3]
-    return total
-
-
 def profile_core(table: str, out_dir: Path, stamp: str) -> dict:
     """cProfile of the default plan's read_split, attributed to the reader's stages."""
     prof = cProfile.Profile()
@@ -278,54 +148,37 @@ def profile_core(table: str, out_dir: Path, stamp: str) -> dict:
     stats = pstats.Stats(prof)
     total = sum(v[2] for v in stats.stats.values())
     reader, visibility, files = "scan/reader.py", "scan/visibility.py", "acid_source/orc/files.py"
-    decode = _cumtime(stats, "read_stripe", files, ("_acid_rows", "_original_rows", "_insert_only"))
-    visible = _cumtime(stats, "_visible", visibility)
-    shape = _cumtime(stats, "_shape", reader)
-    columns = _cumtime(stats, "_columns_of", reader, ("_shape",))
-    output = _cumtime(stats, "_output", reader, ("_shape",))
+    decode = cumtime(stats, "read_stripe", files, ("_acid_rows", "_original_rows", "_insert_only"))
+    visible = cumtime(stats, "_visible", visibility)
+    shape = cumtime(stats, "_shape", reader)
+    columns = cumtime(stats, "_columns_of", reader, ("_shape",))
+    output = cumtime(stats, "_output", reader, ("_shape",))
     stages = {
         "ORC decode of insert stripes (pyarrow read_stripe, all 6 ACID columns)": decode,
         "anti-join probe (KeySet.contains: searchsorted per stripe)":
-            _cumtime(stats, "contains", visibility, ("_acid_rows",)),
+            cumtime(stats, "contains", visibility, ("_acid_rows",)),
         "visibility masks (_visible: write-id mask, key masks)": visible,
-        "delete events (read delete stripes, key ranges, KeySet sort)": _cumtime(stats, "_load_deletes", visibility),
+        "delete events (read delete stripes, key ranges, KeySet sort)": cumtime(stats, "_load_deletes", visibility),
         "write-id validity + key arrays (to_numpy)":
-            _cumtime(stats, "valid_write_id_mask", visibility, ("_acid_rows",))
-            + _cumtime(stats, "key_arrays", visibility, ("_acid_rows",)),
+            cumtime(stats, "valid_write_id_mask", visibility, ("_acid_rows",))
+            + cumtime(stats, "key_arrays", visibility, ("_acid_rows",)),
         "column extraction / casts / filtering hidden rows (_columns_of)": columns,
         "output batches (_output, 128k-row slices)": output,
         "shaping, other (_shape minus the above)": max(0.0, shape - columns - output),
     }
     stages["other (planning helpers, file opens, generators)"] = max(0.0, total - sum(stages.values()))
-    top = sorted(((tt, ct, nc, f"{Path(file).name}:{line}({func})" if line else func)
-                  for (file, line, func), (cc, nc, tt, ct, _) in stats.stats.items()), reverse=True)
     prof_path = out_dir / f"read_{stamp}.prof"
     prof.dump_stats(str(prof_path))
     return {
         "read_seconds_under_profiler": result["read_seconds"],
-        "profile_file": _rel(prof_path),
+        "profile_file": bc.rel_path(prof_path),
         "stages": {k: round(v, 3) for k, v in stages.items()},
         "total_seconds": round(total, 3),
-        "top_functions": [{"tottime": round(tt, 3), "cumtime": round(ct, 3), "calls": nc, "function": fn}
-                          for tt, ct, nc, fn in top[:15]],
+        "top_functions": bc.top_functions(stats),
     }
 
 
 # --- main -------------------------------------------------------------------------------------------
-def machine_info(driver_memory: str, loads, contention) -> dict:
-    """The machine record of a results file (shared with write_benchmark.py)."""
-    return {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
-            "spark": spark_version(), "pyarrow": pa.__version__, "master": "local[2]",
-            "driver_memory": driver_memory, "load_average_per_round": loads,
-            "others_cpu_share_during_runs": round(contention, 3) if contention is not None else None}
-
-
-def stage_lines(profile: dict) -> list[str]:
-    """A profile's time per stage, one line each, with its share of the total."""
-    total = profile["total_seconds"] or 1.0
-    return [f"  {label:<78}{secs:>6.2f}s {100 * secs / total:>5.1f}%" for label, secs in profile["stages"].items()]
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=10_000_000, help="rows inserted in total (default 10M)")
@@ -346,7 +199,7 @@ def main(argv=None) -> int:
     if args.rows < 1000 or args.buckets < 1 or args.stripe_rows < 1 or args.delete_stripe_rows < 1:
         ap.error("--rows must be at least 1000; --buckets and the stripe sizes at least 1")
 
-    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    stamp = bc.timestamp()
     params = bt.Params(rows=args.rows, buckets=args.buckets, stripe_rows=args.stripe_rows,
                        delete_stripe_rows=args.delete_stripe_rows)
 
@@ -380,8 +233,8 @@ def main(argv=None) -> int:
                              f"expected {expected['rows']} / {expected['sum_id']}")
 
     # 3. Spark: the same session for all scenarios
-    log("starting Spark (local[2]) ...")
-    spark = start_spark(args.driver_memory)
+    spark = bc.start_spark("acidorc-read-benchmark", args.driver_memory, HERE / "data" / "spark-warehouse")
+    spark.dataSource.register(_floor_source())
     scenarios = {
         "acidorc": lambda: spark.read.format("acidorc").load(table),
         "native_orc": lambda: spark.read.orc(plain),
@@ -405,33 +258,16 @@ def main(argv=None) -> int:
     log(f"verified: every scenario returns {reference['rows']:,} rows, sum(id) {reference['sum_id']:,}, "
         f"same hash of all columns")
 
-    meter = CpuMeter(getattr(getattr(spark.sparkContext._gateway, "proc", None), "pid", None))
-    times: dict[str, list[float]] = {n: [] for n in scenarios}
-    cpu: dict[str, list[tuple]] = {n: [] for n in scenarios}
-    loads = [load_average()]
-    others_cpu, timed_wall = 0.0, 0.0
+    meter = bc.CpuMeter(bc.jvm_pid(spark))
     for name, df in frames.items():  # warm-up (JIT, page cache, Python workers)
         timed_noop(df, meter)
-    for rep in range(args.repeat):  # round-robin, so drift hits every scenario alike
-        for name, df in frames.items():
-            wall, jvm, py, others = timed_noop(df, meter)
-            times[name].append(wall)
-            cpu[name].append((jvm, py))
-            timed_wall += wall
-            others_cpu += others or 0.0
-        loads.append(load_average())
-        log(f"run {rep + 1}/{args.repeat}: " + ", ".join(f"{n} {t[-1]:.2f}s" for n, t in times.items())
-            + f"  (load average {loads[-1]})")
-    # share of the machine's CPU that other processes took while we timed
-    contention = others_cpu / (timed_wall * (os.cpu_count() or 1)) if timed_wall and meter.available else None
-    spark.stop()
-    log("Spark stopped")
+    runs, loads, contention = bc.round_robin(scenarios, args.repeat, lambda n, _: timed_noop(frames[n], meter), meter)
+    bc.stop_spark(spark)
 
-    median = {n: statistics.median(t) for n, t in times.items()}
-    cpu_median = {}
-    for n, values in cpu.items():
-        if all(j is not None for j, _ in values):
-            cpu_median[n] = (statistics.median(j for j, _ in values), statistics.median(p for _, p in values))
+    times = {n: [r["wall"] for r in rs] for n, rs in runs.items()}
+    cpu = {n: [(r["jvm"], r["py"]) for r in rs] for n, rs in runs.items()}
+    median = {n: bc.median(t) for n, t in times.items()}
+    cpu_median = bc.cpu_medians(runs)
     ratio = median["acidorc"] / median["native_orc"]
     rows = expected["rows"]
 
@@ -454,8 +290,7 @@ def main(argv=None) -> int:
     if "acidorc" in cpu_median and "native_orc" in cpu_median:
         cpu_ratio = sum(cpu_median["acidorc"]) / max(1e-9, sum(cpu_median["native_orc"]))
     lines = [
-        f"acidorc read benchmark {stamp}: local[2], {os.cpu_count()} cores, Spark {spark_version()}, "
-        f"pyarrow {pa.__version__}, noop write of every column",
+        bc.header_line("read", stamp, "noop write of every column"),
         f"table: {params.rows:,} rows inserted, {rows:,} visible (base + 10 deltas + 3 delete deltas, "
         f"{params.buckets} buckets, {manifest['acid_bytes'] / 2**20:.0f} MiB); plain copy "
         f"{manifest['plain_bytes'] / 2**20:.0f} MiB",
@@ -473,8 +308,7 @@ def main(argv=None) -> int:
     lines.append(f"ratio acidorc/native (median wall) = {ratio:.2f}, target <= {TARGET_RATIO}: {verdict}"
                  + (f"; CPU-seconds ratio {cpu_ratio:.2f}" if cpu_ratio else ""))
     if contention is not None:
-        lines.append(f"other processes used {100 * contention:.0f}% of the machine's CPU during the timed runs"
-                     + (" - wall times are inflated; compare CPU seconds" if contention > 0.1 else ""))
+        lines.append(bc.contention_line(contention))
     lines.append("")
     lines.append(f"{'acidorc core in-process (1 thread, best of 2)':<46}{'splits':>7}{'read s':>8}{'rows/s':>12}"
                  f"{'delete stripes read':>21}{'skipped':>9}{'events loaded':>15}")
@@ -487,15 +321,10 @@ def main(argv=None) -> int:
         lines.append("")
         lines.append(f"where read_split's time goes (default plan, cProfile: "
                      f"{profile['read_seconds_under_profiler']:.2f}s; {profile['profile_file']}):")
-        lines.extend(stage_lines(profile))
-    report = "\n".join(lines)
-    print("\n" + report, flush=True)
+        lines.extend(bc.stage_lines(profile))
+    report = bc.print_report(lines)
 
-    args.results_dir.mkdir(parents=True, exist_ok=True)
-    out = args.results_dir / f"read_{stamp}.json"
-    out.write_text(json.dumps({
-        "timestamp": stamp,
-        "machine": machine_info(args.driver_memory, loads, contention),
+    bc.write_results(args.results_dir, "read", stamp, bc.machine_info(args.driver_memory, loads, contention), {
         "params": {**manifest["params"], "repeat": args.repeat, "split_bytes": split_bytes},
         "data": {k: manifest[k] for k in ("key", "expected", "build_seconds", "build_cpu_seconds", "acid_files",
                                             "acid_bytes", "acid_events", "plain_bytes", "cached")},
@@ -515,22 +344,8 @@ def main(argv=None) -> int:
         "core_in_process": core,
         "profile": profile,
         "report": report,
-    }, indent=1, default=str))
-    log(f"\nwrote {_rel(out)}")
+    })
     return 0
-
-
-def _rel(path: Path) -> str:
-    try:
-        return str(path.resolve().relative_to(HERE.parent))
-    except ValueError:
-        return str(path)
-
-
-def spark_version() -> str:
-    import pyspark
-
-    return pyspark.__version__
 
 
 if __name__ == "__main__":

@@ -10,14 +10,11 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import datetime as dt
 import json
 import os
 import pstats
 import shutil
-import statistics
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,10 +23,9 @@ from typing import Callable
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+import bench_common as bc  # noqa: E402
 import pyarrow as pa  # noqa: E402
-from read_benchmark import CpuMeter, _cumtime, _rel, load_average, log, machine_info, spark_version, stage_lines  # noqa: E402
-
-import acid_source  # noqa: E402
+from bench_common import cumtime, log  # noqa: E402
 
 TARGET_RATIO = 1.5
 DAY0 = "2026-01-01"
@@ -180,23 +176,6 @@ def task_stats(path: str) -> list[dict]:
     return json.loads((Path(path) / "_tasks.json").read_text())
 
 
-# --- Spark ------------------------------------------------------------------------------------------
-def start_spark(driver_memory: str, work: Path):
-    conf = {
-        "spark.ui.enabled": "false",
-        "spark.ui.showConsoleProgress": "false",
-        "spark.sql.shuffle.partitions": "2",
-        "spark.driver.memory": driver_memory,
-        "spark.sql.session.timeZone": "UTC",
-        "spark.sql.warehouse.dir": str(work / "spark-warehouse"),
-    }
-    spark = acid_source.get_or_create_session(app_name="acidorc-write-benchmark", master="local[2]", conf=conf)
-    spark.sparkContext.setLogLevel("ERROR")
-    for source in _floor_sources():
-        spark.dataSource.register(source)
-    return spark
-
-
 # --- in-process: TaskWriter over the batches Spark handed to the tasks ------------------------------
 def load_capture(capture_dir: Path) -> list[tuple[int, list[pa.RecordBatch]]]:
     """The captured batches of every task (memory-mapped, zero-copy), so that reading them is
@@ -269,20 +248,20 @@ def profile_stages(stats: pstats.Stats) -> tuple[dict, float]:
     StructArray.from_arrays, ...) are not seen by cProfile: they count in their caller."""
     task, rows_py, writer = "write/task.py", "write/rows.py", "orc/writer.py"
     total = sum(v[2] for v in stats.stats.values())
-    orc_write = _cumtime(stats, "write", "pyarrow/orc.py", ("write",))
-    orc_close = _cumtime(stats, "close", "pyarrow/orc.py", ("close",))
-    insert_write = _cumtime(stats, "write", writer, ("write",))
-    insert_close = _cumtime(stats, "close", writer, ("close",))
-    stripe_counts = _cumtime(stats, "_stripe_row_counts", writer)
-    patch = _cumtime(stats, "append_user_metadata", writer)
-    key_index = _cumtime(stats, "format_key_index", "orc/files.py")
-    new_writer = _cumtime(stats, "_writer", task)
-    close_task = _cumtime(stats, "close", task)
+    orc_write = cumtime(stats, "write", "pyarrow/orc.py", ("write",))
+    orc_close = cumtime(stats, "close", "pyarrow/orc.py", ("close",))
+    insert_write = cumtime(stats, "write", writer, ("write",))
+    insert_close = cumtime(stats, "close", writer, ("close",))
+    stripe_counts = cumtime(stats, "_stripe_row_counts", writer)
+    patch = cumtime(stats, "append_user_metadata", writer)
+    key_index = cumtime(stats, "format_key_index", "orc/files.py")
+    new_writer = cumtime(stats, "_writer", task)
+    close_task = cumtime(stats, "close", task)
     stages = {
-        "intake: _data_columns (column lookup, casts, RecordBatch.from_arrays)": _cumtime(stats, "_data_columns", task),
+        "intake: _data_columns (column lookup, casts, RecordBatch.from_arrays)": cumtime(stats, "_data_columns", task),
         "routing: group_rows (sort + take by partition key), partition_path":
-            _cumtime(stats, "group_rows", rows_py) + _cumtime(stats, "partition_path", rows_py)
-            + _cumtime(stats, "_with_keys", task),
+            cumtime(stats, "group_rows", rows_py) + cumtime(stats, "partition_path", rows_py)
+            + cumtime(stats, "_with_keys", task),
         "ACID event columns (np.full/arange, pa.array, StructArray, RecordBatch, Table)": insert_write - orc_write,
         "ORC encoding: pyarrow ORCWriter.write (Arrow -> ORC, RLE, codec)": orc_write,
         "ORC encoding: ORCWriter.close (last stripe, file footer)": orc_close,
@@ -304,8 +283,6 @@ def profile_replay(tasks, work: Path, metastore_url: str, label: str, options: d
     stages, total = profile_stages(stats)
     prof_path = out_dir / f"write_{stamp}_{tag}.prof"
     prof.dump_stats(str(prof_path))
-    top = sorted(((tt, ct, nc, f"{Path(file).name}:{line}({func})" if line else func)
-                  for (file, line, func), (cc, nc, tt, ct, _) in stats.stats.items()), reverse=True)
     for t in (f"replay-{tag}", f"replay-{tag}-prof"):
         shutil.rmtree(work / t, ignore_errors=True)
     return {
@@ -313,11 +290,10 @@ def profile_replay(tasks, work: Path, metastore_url: str, label: str, options: d
         **plain,
         "rows_per_second": round(plain["rows"] / plain["seconds"]),
         "seconds_under_profiler": profiled["seconds"],
-        "profile_file": _rel(prof_path),
+        "profile_file": bc.rel_path(prof_path),
         "total_seconds": round(total, 3),
         "stages": {k: round(v, 3) for k, v in stages.items()},
-        "top_functions": [{"tottime": round(tt, 3), "cumtime": round(ct, 3), "calls": nc, "function": fn}
-                          for tt, ct, nc, fn in top[:15]],
+        "top_functions": bc.top_functions(stats),
     }
 
 
@@ -372,17 +348,9 @@ def main(argv=None) -> int:
     if not args.partitions:
         chosen = [n for n in chosen if not n.endswith("_partitioned")]
 
-    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    if args.work_dir:
-        args.work_dir.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix="acidorc-write-bench-", dir=args.work_dir))
-    # our own transaction store, set before Spark starts so that its Python workers inherit it
-    metastore_url = f"sqlite:///{work / 'metastore.db'}"
-    os.environ["ACIDORC_METASTORE_URL"] = metastore_url
-    try:
+    stamp = bc.timestamp()
+    with bc.scratch_dir(args.work_dir, "write") as (work, metastore_url):
         return run(args, chosen, stamp, work, metastore_url)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
 
 
 def run(args, chosen: list[str], stamp: str, work: Path, metastore_url: str) -> int:
@@ -390,8 +358,9 @@ def run(args, chosen: list[str], stamp: str, work: Path, metastore_url: str) -> 
 
     t_start = time.perf_counter()
     log(f"work dir {work}, metastore {metastore_url}")
-    log("starting Spark (local[2]) ...")
-    spark = start_spark(args.driver_memory, work)
+    spark = bc.start_spark("acidorc-write-benchmark", args.driver_memory, work / "spark-warehouse")
+    for floor in _floor_sources():
+        spark.dataSource.register(floor)
     native_codec = spark.conf.get("spark.sql.orc.compression.codec")
     byte_limit = spark.conf.get("spark.sql.execution.arrow.maxBytesPerBatch")
     acid_codec = "zlib"  # acidorc's default (Hive's)
@@ -499,7 +468,7 @@ def run(args, chosen: list[str], stamp: str, work: Path, metastore_url: str) -> 
                  and not f.name.endswith(".crc")]
         return {"files": len(files), "bytes": sum(f.stat().st_size for f in files)}
 
-    meter = CpuMeter(getattr(getattr(spark.sparkContext._gateway, "proc", None), "pid", None))
+    meter = bc.CpuMeter(bc.jvm_pid(spark))
 
     # 2. warm-up of each scenario, fully verified (hash of all columns read back)
     verification, outputs = {}, {}
@@ -532,32 +501,20 @@ def run(args, chosen: list[str], stamp: str, work: Path, metastore_url: str) -> 
     batch_info = outputs.get("discard_ds", {}).get("task_batches")
 
     # 3. timed runs, round-robin so that drifting machine load hits every scenario alike
-    times = {n: [] for n in scenarios}
-    cpu = {n: [] for n in scenarios}
-    loads = [load_average()]
-    others_cpu = timed_wall = 0.0
-    for rep in range(args.repeat):
-        for name, sc in scenarios.items():
-            path = fresh(name)
-            wall, jvm, py, others = meter.measure(lambda: write_with_conf(sc, path))
-            check = sc.quick(path)
-            if check != {"rows": args.rows, "sum_id": expected_sum}:
-                raise SystemExit(f"{name} run {rep + 1}: read back {check}")
-            shutil.rmtree(path, ignore_errors=True)
-            times[name].append(wall)
-            cpu[name].append((jvm, py))
-            timed_wall += wall
-            others_cpu += others or 0.0
-        loads.append(load_average())
-        log(f"run {rep + 1}/{args.repeat}: " + ", ".join(f"{n} {t[-1]:.2f}s" for n, t in times.items())
-            + f"  (load average {loads[-1]})")
-    contention = others_cpu / (timed_wall * (os.cpu_count() or 1)) if timed_wall and meter.available else None
+    def timed_run(name: str, rep: int) -> dict:
+        sc, path = scenarios[name], fresh(name)
+        r = meter.run(lambda: write_with_conf(sc, path))
+        check = sc.quick(path)
+        if check != {"rows": args.rows, "sum_id": expected_sum}:
+            raise SystemExit(f"{name} run {rep + 1}: read back {check}")
+        shutil.rmtree(path, ignore_errors=True)
+        return r
 
-    median = {n: statistics.median(t) for n, t in times.items()}
-    cpu_median = {}
-    for n, values in cpu.items():
-        if all(j is not None for j, _ in values):
-            cpu_median[n] = (statistics.median(j for j, _ in values), statistics.median(p for _, p in values))
+    runs, loads, contention = bc.round_robin(scenarios, args.repeat, timed_run, meter)
+    times = {n: [r["wall"] for r in rs] for n, rs in runs.items()}
+    cpu = {n: [(r["jvm"], r["py"]) for r in rs] for n, rs in runs.items()}
+    median = {n: bc.median(t) for n, t in times.items()}
+    cpu_median = bc.cpu_medians(runs)
 
     def ratio_of(name):
         ref = scenarios[name].reference
@@ -578,8 +535,7 @@ def run(args, chosen: list[str], stamp: str, work: Path, metastore_url: str) -> 
         log("capturing the tasks' Arrow batches, then replaying them through TaskWriter in-process ...")
         capture = Path(fresh("capture"))
         df.write.format("arrowdiscard").option("capture", "true").mode("append").save(str(capture))
-        spark.stop()  # give the in-process replay the whole machine
-        log("Spark stopped")
+        bc.stop_spark(spark)  # give the in-process replay the whole machine
         tasks = load_capture(capture)
         args.results_dir.mkdir(parents=True, exist_ok=True)
         profiles.append(profile_replay(tasks, work, metastore_url, "acidorc, zlib", {}, args.results_dir,
@@ -599,13 +555,11 @@ def run(args, chosen: list[str], stamp: str, work: Path, metastore_url: str) -> 
         for d in (capture, work / "replay-zstd", work / "replay-plain-orc"):
             shutil.rmtree(d, ignore_errors=True)
     else:
-        spark.stop()
-        log("Spark stopped")
+        bc.stop_spark(spark)
 
     # 5. report
     lines = [
-        f"acidorc write benchmark {stamp}: local[2], {os.cpu_count()} cores, Spark {spark_version()}, "
-        f"pyarrow {pa.__version__}, append of a cached DataFrame",
+        bc.header_line("write", stamp, "append of a cached DataFrame"),
         f"input: {args.rows:,} rows (id bigint, name string, amount double, day date, price decimal(12,2)), "
         f"{input_tasks} partitions = write tasks, {n_days} distinct days; Spark's defaults: ORC codec {native_codec}, "
         f"arrow.maxBytesPerBatch {byte_limit}",
@@ -630,9 +584,7 @@ def run(args, chosen: list[str], stamp: str, work: Path, metastore_url: str) -> 
             lines.append(f"  {scenarios[name].label}: ratio {r:.2f} ({'MET' if r <= TARGET_RATIO else 'NOT MET'})"
                          + (f", CPU-seconds ratio {cr:.2f}" if cr else ""))
     if contention is not None:
-        lines.append(f"other processes used {100 * contention:.0f}% of the machine's CPU during the timed runs"
-                     + (" - wall times are inflated; compare CPU seconds" if contention > 0.1 else "")
-                     + f"; load average {loads[0]} -> {loads[-1]}")
+        lines.append(bc.contention_line(contention, load=f"{loads[0]} -> {loads[-1]}"))
     if batch_info:
         lines.append(f"Spark hands each Python writer task {batch_info[0]['batches']} Arrow batches of up to "
                      f"{batch_info[0]['largest_batch']:,} rows ({batch_info[0]['schema'].replace(chr(10), ', ')})")
@@ -647,16 +599,11 @@ def run(args, chosen: list[str], stamp: str, work: Path, metastore_url: str) -> 
         lines.append("")
         lines.append(f"where TaskWriter's time goes ({p['label']}; cProfile: {p['seconds_under_profiler']:.2f}s; "
                      f"{p['profile_file']}):")
-        lines.extend(stage_lines(p))
+        lines.extend(bc.stage_lines(p))
     lines.append(f"(whole run {time.perf_counter() - t_start:.0f}s)")
-    report = "\n".join(lines)
-    print("\n" + report, flush=True)
+    report = bc.print_report(lines)
 
-    args.results_dir.mkdir(parents=True, exist_ok=True)
-    out = args.results_dir / f"write_{stamp}.json"
-    out.write_text(json.dumps({
-        "timestamp": stamp,
-        "machine": machine_info(args.driver_memory, loads, contention),
+    bc.write_results(args.results_dir, "write", stamp, bc.machine_info(args.driver_memory, loads, contention), {
         "params": {"rows": args.rows, "repeat": args.repeat, "tasks": input_tasks, "days": n_days,
                    "acid_codec": acid_codec, "native_codec": native_codec,
                    "spark_arrow_max_bytes_per_batch": byte_limit, "generation_seconds": round(gen_s, 3),
@@ -678,8 +625,7 @@ def run(args, chosen: list[str], stamp: str, work: Path, metastore_url: str) -> 
         "in_process": in_process,
         "in_process_profiles": profiles,
         "report": report,
-    }, indent=1, default=str))
-    log(f"\nwrote {_rel(out)}")
+    })
     return 0
 
 
