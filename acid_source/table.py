@@ -13,7 +13,7 @@ from typing import Any, Iterable, Iterator, Mapping
 
 import pyarrow as pa
 
-from .errors import InvalidArgumentError, SchemaError, TableNotRegisteredError
+from .errors import InvalidArgumentError, InvalidOptionError, SchemaError, TableNotRegisteredError
 from .metastore.tableinfo import TABLE_NAME, normalize_location
 from .options import WriteOptions, parse_timestamp, parse_version
 from .resolve import open_store, resolve_table
@@ -550,6 +550,11 @@ class AcidScan:
                     if lease is not None:
                         lease.keep_alive()
                     yield batch.select(self._columns)
+        except InvalidOptionError as exc:
+            if exc.option != "rowFilter":
+                raise
+            # here rowFilter is an argument
+            raise InvalidArgumentError("rowFilter", str(exc).removeprefix("option 'rowFilter': ")) from exc
         finally:
             if lease is not None:
                 lease.release()

@@ -167,3 +167,6 @@ def test_row_filter_option_drops_rows_in_the_reader(spark, partitioned):
         spark.read.format("acidorc").option("rowFilter", "nope = 1").load(str(partitioned)).collect()
     with pytest.raises(Exception, match="rowFilter"):
         spark.read.format("acidorc").option("rowFilter", "  ").load(str(partitioned)).collect()
+    # a filter that fails on the data (a CAST of a malformed string) is the filter's error, in a task
+    with pytest.raises(Exception, match=r"InvalidOptionError: option 'rowFilter': cannot be evaluated on the rows"):
+        spark.read.format("acidorc").option("rowFilter", "CAST(name AS INT) = 1").load(str(partitioned)).collect()

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyorc.errors
 
-from ..errors import AcidError, CorruptFileError, SchemaError, SnapshotFilesRemovedError
+from ..errors import AcidError, CorruptFileError, InvalidOptionError, SchemaError, SnapshotFilesRemovedError
 from ..layout.table_dirs import INSERT_ONLY
 from .splits import ROW_ID_COLUMN, BucketSplit, ReadContext
 from .visibility import ScanMetrics, SplitVisibility, VisibleRows
@@ -49,7 +49,7 @@ class SplitReader:
                 shaping = visible.source.path
                 batch = self._shape(visible)
                 if self.ctx.row_filter is not None:
-                    batch = batch.filter(self.ctx.row_filter)
+                    batch = self._filter(batch, shaping)
                 shaping = None
                 for offset in range(0, batch.num_rows, MAX_BATCH_ROWS):
                     part = batch.slice(offset, MAX_BATCH_ROWS)
@@ -63,6 +63,15 @@ class SplitReader:
         except _LIBRARY_ERRORS as exc:
             path = shaping or self.visibility.current_path or self.split.partition_path
             raise CorruptFileError(path, f"{type(exc).__name__}: {exc}") from exc
+
+    def _filter(self, batch: pa.RecordBatch, path: str) -> pa.RecordBatch:
+        """Option rowFilter on the shaped rows. Failing to evaluate it (a CAST of a malformed
+        string, in ANSI mode) is the filter's error, not a corrupt file's."""
+        try:
+            return batch.filter(self.ctx.row_filter)
+        except _LIBRARY_ERRORS as exc:
+            raise InvalidOptionError("rowFilter", f"cannot be evaluated on the rows of {path}: "
+                                                  f"{type(exc).__name__}: {exc}") from exc
 
     # --- output shaping ------------------------------------------------------------------------
     def _shape(self, visible: VisibleRows) -> pa.RecordBatch:
