@@ -411,7 +411,7 @@ def test_row_mode_finds_rows_in_a_minor_compacted_delete_delta(tmp_path, store_u
 # Spark
 # ---------------------------------------------------------------------------------------------
 @pytest.mark.spark
-def test_a_spark_merge_loses_to_a_commit_of_another_process(spark, tmp_path, store_url, workers):
+def test_a_spark_merge_loses_to_a_commit_of_another_process(spark, tmp_path, store_url, workers, monkeypatch):
     """A Spark MERGE (object mode), held before its commit in this process, while a worker
     process commits an UPDATE of the same partition: the MERGE fails and leaves nothing."""
     a, _ = workers
@@ -428,9 +428,8 @@ def test_a_spark_merge_loses_to_a_commit_of_another_process(spark, tmp_path, sto
             outcome["error"] = exc
 
     gate = PauseGate(tmp_path / "gate", "dml.before_commit")
-    arming = {**gate.env(), "ACIDORC_PAUSE_TIMEOUT": str(WAIT)}
-    saved = {k: os.environ.get(k) for k in arming}
-    os.environ.update(arming)  # this process is the Spark driver: run_dml pauses in the MERGE's thread
+    for k, v in {**gate.env(), "ACIDORC_PAUSE_TIMEOUT": str(WAIT)}.items():
+        monkeypatch.setenv(k, v)  # this process is the Spark driver: run_dml pauses in the MERGE's thread
     thread = threading.Thread(target=merge, daemon=True)
     try:
         thread.start()
@@ -439,11 +438,6 @@ def test_a_spark_merge_loses_to_a_commit_of_another_process(spark, tmp_path, sto
                    set={"v": "'e'"})
         gate.release()
     finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
         thread.join(WAIT + 30)
         gate.close()
     assert not thread.is_alive()
