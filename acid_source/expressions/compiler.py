@@ -136,7 +136,7 @@ class Compiler:
     def _children(self, node) -> list:
         """The sub-expressions to compile before ``node``; rejects what is not supported."""
         if isinstance(node, (exp.And, exp.Or)):
-            return _flatten(node, type(node))
+            return chain_operands(node, type(node))
         if isinstance(node, (exp.Paren, exp.Not, exp.Neg, exp.Abs, exp.Length, exp.Lower, exp.Upper)):
             return [node.this]
         if isinstance(node, exp.Cast):  # TryCast too: Spark's CAST
@@ -629,7 +629,7 @@ class Compiler:
         return constant(value, result.type)
 
 
-def _flatten(node, cls) -> list:
+def chain_operands(node, cls) -> list:
     """Operands of a chain of one associative operator, left to right, without recursion."""
     out, stack = [], [node]
     while stack:

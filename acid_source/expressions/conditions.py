@@ -10,7 +10,7 @@ import pyarrow.compute as pc
 from sqlglot import exp
 
 from ..errors import InvalidArgumentError
-from .compiler import Compiler, Typed
+from .compiler import Compiler, Typed, chain_operands
 from .parsing import parse_expression
 from .sqltypes import describe, is_boolean, is_null
 
@@ -83,18 +83,11 @@ def partition_condition(text: str, schema: pa.Schema, partition_columns: list[st
     """
     wanted = {c.lower() for c in partition_columns}
     parts: list[pc.Expression] = []
-    pending: list = [parse_expression(text, "rowFilter")]
-    while pending:
-        node = pending.pop()
-        if isinstance(node, exp.Paren):
-            pending.append(node.this)
-        elif isinstance(node, exp.And):
-            pending += [node.right, node.left]
-        else:
-            compiler = Compiler(text, schema, "rowFilter")
-            typed = compiler.compile(node)
-            if all(c.lower() in wanted for c in compiler.columns):
-                parts.append(pc.scalar(pa.scalar(None, pa.bool_())) if is_null(typed.type) else typed.expression)
+    for node in chain_operands(parse_expression(text, "rowFilter"), exp.And):
+        compiler = Compiler(text, schema, "rowFilter")
+        typed = compiler.compile(node)
+        if all(c.lower() in wanted for c in compiler.columns):
+            parts.append(pc.scalar(pa.scalar(None, pa.bool_())) if is_null(typed.type) else typed.expression)
     if not parts:
         return None
     combined = parts[0]

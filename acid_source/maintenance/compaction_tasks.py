@@ -32,15 +32,14 @@ import pyarrow as pa
 import pyorc.errors
 
 from ..errors import AcidError, CorruptFileError, InvalidArgumentError, StorageError
-from ..layout import bucket_codec
 from ..layout.names import ACID_VERSION_FILE, bucket_file_name
 from ..layout.table_dirs import FULL_ACID, INSERT_ONLY
 from ..layout.writeids import RangeResponse, ValidWriteIdList
 from ..orc.files import EVENT_COLUMNS, OP_DELETE, OrcFile
 from ..orc.writer import InsertFileWriter, KeyedEventWriter, WrittenFile
-from ..scan.reader import SplitReader, convert
+from ..scan.reader import SplitReader, convert, match_columns
 from ..scan.splits import ROW_ID_COLUMN, ROW_ID_TYPE, BucketSplit, FileSlice, ReadContext
-from ..scan.visibility import SplitVisibility, needs_collapse
+from ..scan.visibility import SplitVisibility, check_event_buckets, needs_collapse
 from ..storage import Storage
 
 MINOR, MAJOR = "minor", "major"
@@ -237,7 +236,7 @@ def _events(task: CompactionTask, s: FileSlice, write_ids: ValidWriteIdList, row
             continue
         o, b, r = (np.asarray(batch.column(c).to_numpy(zero_copy_only=False))
                    for c in ("originalTransaction", "bucket", "rowId"))
-        _check_writer(s, b, task.bucket_id)
+        check_event_buckets(s.path, b, task.bucket_id)
         last = _check_sorted(s, o, b, r, last)
         op = batch.column("operation").to_numpy(zero_copy_only=False)
         keep = write_ids.valid_mask(batch.column("currentTransaction").to_numpy(zero_copy_only=False))
@@ -282,17 +281,8 @@ def _shape_row(row: pa.Array, row_type: pa.StructType, path: str) -> pa.Array:
     null; null rows (delete events) stay null."""
     if row.type == row_type:
         return row
-    n = len(row)
     names = [row.type.field(i).name for i in range(row.type.num_fields)]
-    arrays = row.flatten()
-    by_name = {name.lower(): arr for name, arr in zip(names, arrays)}
-    positional = bool(names) and all(name.startswith("_col") for name in names)
-    children = []
-    for i, f in enumerate(row_type):
-        arr = by_name.get(f.name.lower())
-        if arr is None and positional and i < len(arrays):
-            arr = arrays[i]
-        children.append(pa.nulls(n, f.type) if arr is None else convert(arr, f, path))
+    children = match_columns(names, row.flatten(), list(row_type), len(row), path)
     mask = row.is_null() if row.null_count else None
     return pa.StructArray.from_arrays(children, fields=list(row_type), mask=mask)
 
@@ -300,14 +290,6 @@ def _shape_row(row: pa.Array, row_type: pa.StructType, path: str) -> pa.Array:
 def _column(by_name: dict, f: pa.Field, n: int, path: str) -> pa.Array:
     arr = by_name.get(f.name.lower())
     return pa.nulls(n, f.type) if arr is None else convert(arr, f, path)
-
-
-def _check_writer(s: FileSlice, b: np.ndarray, bucket_id: int) -> None:
-    writers = bucket_codec.decode_writer_ids(b.astype(np.int32))
-    if len(writers) and (writers != bucket_id).any():
-        bad = int(writers[writers != bucket_id][0])
-        raise CorruptFileError(s.path, f"holds events of bucket {bad} but its name says bucket {bucket_id} "
-                                       "(Hive: 'Corrupted records with different bucket ids')")
 
 
 def _check_sorted(s: FileSlice, o, b, r, last):

@@ -180,6 +180,15 @@ class WrittenFile:
     size: int
 
 
+def _check_writer_ids(path: str, bucket_id: int, o: np.ndarray, b: np.ndarray, r: np.ndarray) -> None:
+    """Every event's bucket property must name the writer id of the ``bucket_N`` file."""
+    writers = bucket_codec.decode_writer_ids(b)
+    if (writers != bucket_id).any():
+        i = int(np.flatnonzero(writers != bucket_id)[0])
+        raise InvalidArgumentError("row_ids", f"ROW__ID ({o[i]}, {b[i]}, {r[i]}) belongs to bucket "
+                                              f"{writers[i]}, but {path} holds bucket {bucket_id}")
+
+
 class InsertFileWriter:
     """One ``bucket_N`` file of insert events of write id ``write_id`` (operation 0,
     sequential row ids from 0), written to a local path; call :meth:`close` to finish it.
@@ -293,11 +302,7 @@ class DeleteFileWriter:
             self._flush()
 
     def _check(self, o: np.ndarray, b: np.ndarray, r: np.ndarray) -> None:
-        writers = bucket_codec.decode_writer_ids(b)
-        if (writers != self.bucket_id).any():
-            i = int(np.flatnonzero(writers != self.bucket_id)[0])
-            raise InvalidArgumentError("row_ids", f"ROW__ID ({o[i]}, {b[i]}, {r[i]}) belongs to bucket "
-                                                  f"{writers[i]}, but {self.path} holds bucket {self.bucket_id}")
+        _check_writer_ids(self.path, self.bucket_id, o, b, r)
         same = (o[1:] == o[:-1]) & (b[1:] == b[:-1]) & (r[1:] == r[:-1])
         if same.any():
             i = int(np.flatnonzero(same)[0])
@@ -473,11 +478,7 @@ class KeyedEventWriter:
             self._flush()
 
     def _check(self, o: np.ndarray, b: np.ndarray, r: np.ndarray) -> None:
-        writers = bucket_codec.decode_writer_ids(b)
-        if (writers != self.bucket_id).any():
-            i = int(np.flatnonzero(writers != self.bucket_id)[0])
-            raise InvalidArgumentError("row_ids", f"ROW__ID ({o[i]}, {b[i]}, {r[i]}) belongs to bucket "
-                                                  f"{writers[i]}, but {self.path} holds bucket {self.bucket_id}")
+        _check_writer_ids(self.path, self.bucket_id, o, b, r)
         if self._last_key is not None:
             o = np.concatenate(([self._last_key[0]], o))
             b = np.concatenate(([self._last_key[1]], b)).astype(np.int32)

@@ -9,7 +9,7 @@ driver-side (no planner, no transaction store).
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -80,21 +80,7 @@ class SplitReader:
         return self._output(data, visible.num_rows, keys)
 
     def _columns_of(self, visible: VisibleRows) -> list[pa.Array]:
-        """The output data columns from a file's columns, matched by name (positionally for
-        files whose columns are named ``_colN``); columns the file lacks become nulls."""
-        names, arrays = visible.names, visible.columns
-        by_name = {name.lower(): arr for name, arr in zip(names, arrays)}
-        positional = bool(names) and all(n.startswith("_col") for n in names)
-        out = []
-        for i, field in enumerate(self._data_fields):
-            arr = by_name.get(field.name.lower())
-            if arr is None and positional and i < len(arrays):
-                arr = arrays[i]
-            if arr is None:
-                out.append(pa.nulls(visible.length, field.type))
-                continue
-            out.append(convert(arr, field, visible.source.path))
-        return out
+        return match_columns(visible.names, visible.columns, self._data_fields, visible.length, visible.source.path)
 
     def _output(self, data: list[pa.Array], n: int, keys) -> pa.RecordBatch:
         arrays = list(data)
@@ -159,6 +145,22 @@ def convert(arr: pa.Array, field: pa.Field, path: str) -> pa.Array:
     except pa.ArrowNotImplementedError as exc:
         raise SchemaError(f"{path}: column {field.name!r} of type {arr.type} cannot be read as "
                           f"{field.type}: {exc}", path=path, column=field.name) from None
+
+
+def match_columns(names: Sequence[str], arrays: Sequence[pa.Array], fields: Sequence[pa.Field], length: int,
+                  path: str) -> list[pa.Array]:
+    """The arrays for ``fields`` from a file's columns, matched by name (positionally for files
+    whose columns are named ``_colN``) and converted to the field's type; columns the file
+    lacks become nulls."""
+    by_name = {name.lower(): arr for name, arr in zip(names, arrays)}
+    positional = bool(names) and all(n.startswith("_col") for n in names)
+    out = []
+    for i, field in enumerate(fields):
+        arr = by_name.get(field.name.lower())
+        if arr is None and positional and i < len(arrays):
+            arr = arrays[i]
+        out.append(pa.nulls(length, field.type) if arr is None else convert(arr, field, path))
+    return out
 
 
 def _constant(value, type_: pa.DataType, n: int) -> pa.Array:

@@ -179,6 +179,15 @@ def _numpy(batch, name: str) -> np.ndarray:
     return column.to_numpy(zero_copy_only=False)
 
 
+def check_event_buckets(path: str, buckets: np.ndarray, bucket_id: int) -> None:
+    """Every event of a ``bucket_N`` file must carry writer id N in its bucket property."""
+    writers = bucket_codec.decode_writer_ids(buckets)
+    if len(writers) and (writers != bucket_id).any():
+        bad = int(writers[writers != bucket_id][0])
+        raise CorruptFileError(path, f"holds events of bucket {bad} but its name says bucket {bucket_id} "
+                                     "(Hive: 'Corrupted records with different bucket ids')")
+
+
 def needs_collapse(orc: OrcFile) -> bool:
     """Does an insert-delta file hold ACID v1 events (UPDATEs, or DELETEs inside ``delta_``)?
 
@@ -396,7 +405,7 @@ class SplitVisibility:
                 n = batch.num_rows
                 if n == 0:
                     continue
-                self._check_bucket(batch, s)
+                check_event_buckets(s.path, _numpy(batch, "bucket"), s.bucket_id)
                 operation = _numpy(batch, "operation")
                 current = _numpy(batch, "currentTransaction")
                 valid = valid_write_id_mask(self.write_ids, current)
@@ -477,7 +486,7 @@ class SplitVisibility:
                 batch = f.read_stripe(i, columns=EVENT_COLUMNS)
                 if batch.num_rows == 0:
                     continue
-                self._check_bucket(batch, s)
+                check_event_buckets(s.path, _numpy(batch, "bucket"), s.bucket_id)
                 o, b, r = key_arrays(batch)
                 keep = valid_write_id_mask(self.write_ids, _numpy(batch, "currentTransaction"))
                 keep &= _numpy(batch, "operation") == OP_DELETE
@@ -491,14 +500,6 @@ class SplitVisibility:
         self.metrics.delete_events_loaded += len(deletes)
         return deletes
 
-    def _check_bucket(self, batch: pa.RecordBatch, s: FileSlice) -> None:
-        writers = bucket_codec.decode_writer_ids(_numpy(batch, "bucket"))
-        if len(writers) and (writers != s.bucket_id).any():
-            bad = int(writers[writers != s.bucket_id][0])
-            raise CorruptFileError(
-                s.path, f"holds events of bucket {bad} but its name says bucket {s.bucket_id} "
-                "(Hive: 'Corrupted records with different bucket ids')"
-            )
 
     # --- stripes -------------------------------------------------------------------------------
     def _stripes(self, f: OrcFile, s: FileSlice) -> Iterator[int]:
