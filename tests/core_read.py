@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from acid_source.options import ReadOptions
-from acid_source.resolve import scan_for
+from acid_source.resolve import resolve_table, scan_for
+from acid_source.scan.planner import TableScan
 from acid_source.scan.reader import ScanMetrics, read_split
+from acid_source.scan.resolved import SnapshotSpec
 
 
 def read_rows(path, metrics: ScanMetrics | None = None, predicates=(), **options) -> list[dict]:
@@ -23,3 +25,21 @@ def plan(path, predicates=(), **options):
 def data(rows, *columns):
     """Rows as sorted tuples of the given columns."""
     return sorted(tuple(r[c] for c in columns) for r in rows)
+
+
+def rows_with_row_ids(location: str, version: int | None = None) -> list[dict]:
+    """Every visible row of a version (None: the latest) as a dict holding its ROW__ID struct,
+    through the scan's own reader (engine-free)."""
+    resolved = resolve_table(location, snapshot=SnapshotSpec(version_as_of=version))
+    ctx, splits = TableScan(resolved, include_row_id=True).plan(resolved.schema(include_row_id=True))
+    return [row for split in splits for batch in read_split(split, ctx) for row in batch.to_pylist()]
+
+
+def read_with_row_ids(location: str, version: int | None = None) -> list[tuple]:
+    """Every row of a version (None: the latest) as ``(*values, (writeId, bucketId, rowId))``,
+    sorted."""
+    out = []
+    for row in rows_with_row_ids(location, version):
+        rid = row.pop("ROW__ID")
+        out.append(tuple(row.values()) + ((rid["writeId"], rid["bucketId"], rid["rowId"]),))
+    return sorted(out)

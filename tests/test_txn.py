@@ -37,6 +37,16 @@ def _dir(storage: Storage, write_id: int) -> str:
     return path
 
 
+def _open_write(store: Metastore, table) -> tuple[Transaction, int, str]:
+    """A transaction that allocated a write id on ``table`` and recorded its delta directory."""
+    info, storage = table
+    txn = Transaction.begin(store, heartbeat="none")
+    w = txn.allocate_write_id(info.table_id, storage)
+    path = _dir(storage, w)
+    txn.record_written(info.table_id, [path])
+    return txn, w, path
+
+
 def test_context_manager_commits_on_clean_exit_and_aborts_on_error(store, table):
     info, storage = table
     with Transaction.begin(store, heartbeat="none") as txn:
@@ -80,10 +90,7 @@ class Unreachable(Metastore):
 def test_a_lost_commit_answer_is_resolved_by_asking_the_store(tmp_path, table):
     info, storage = table
     url = f"sqlite:///{tmp_path}/store.db"
-    txn = Transaction.begin(LostAnswer(url), heartbeat="none")
-    w = txn.allocate_write_id(info.table_id, storage)
-    path = _dir(storage, w)
-    txn.record_written(info.table_id, [path])
+    txn, _, path = _open_write(LostAnswer(url), table)
     txn.commit("insert", {info.table_id: [""]})  # no error: the store says committed
     assert txn.state == "committed" and storage.exists(path)
     assert Metastore(url).txn_state(txn.txn_id) == "committed"
@@ -178,10 +185,7 @@ def test_a_write_id_order_conflict_aborts_and_removes_the_files(store, table):
     """An insert holding a lower write id than an overwrite that committed first would be
     hidden by the overwrite's base: the commit fails and the insert's files go."""
     info, storage = table
-    txn = Transaction.begin(store, heartbeat="none")
-    w = txn.allocate_write_id(info.table_id, storage)
-    path = _dir(storage, w)
-    txn.record_written(info.table_id, [path])
+    txn, w, path = _open_write(store, table)
     winner = _commit_other(store, info.table_id, "insert_overwrite")
     with pytest.raises(ConflictError, match="retry the insert") as err:
         txn.commit("insert", {info.table_id: [""]})
@@ -192,10 +196,7 @@ def test_a_write_id_order_conflict_aborts_and_removes_the_files(store, table):
 
 def test_checked_through_refusal_returns_a_recheck_and_keeps_everything(store, table):
     info, storage = table
-    txn = Transaction.begin(store, heartbeat="none")
-    w = txn.allocate_write_id(info.table_id, storage)
-    path = _dir(storage, w)
-    txn.record_written(info.table_id, [path])
+    txn, _, path = _open_write(store, table)
     seq, _ = store.commits_since(info.table_id, [""], store.txn_info(txn.txn_id)["start_seq"])
     late = _commit_other(store, info.table_id, "update")  # after the caller's check
     recheck = txn.commit("delete", {info.table_id: [""]}, checked_through=seq)
@@ -207,10 +208,7 @@ def test_checked_through_refusal_returns_a_recheck_and_keeps_everything(store, t
 
 def test_checked_through_conflict_aborts_and_removes_the_files(store, table):
     info, storage = table
-    txn = Transaction.begin(store, heartbeat="none")
-    w = txn.allocate_write_id(info.table_id, storage)
-    path = _dir(storage, w)
-    txn.record_written(info.table_id, [path])
+    txn, _, path = _open_write(store, table)
     seq, _ = store.commits_since(info.table_id, [""], store.txn_info(txn.txn_id)["start_seq"])
     winner = _commit_other(store, info.table_id, "insert_overwrite")
     with pytest.raises(ConflictError) as err:
@@ -222,10 +220,7 @@ def test_checked_through_conflict_aborts_and_removes_the_files(store, table):
 def test_checked_through_with_a_lost_answer_is_resolved_by_asking_the_store(tmp_path, table):
     info, storage = table
     url = f"sqlite:///{tmp_path}/store.db"
-    txn = Transaction.begin(LostAnswer(url), heartbeat="none")
-    w = txn.allocate_write_id(info.table_id, storage)
-    path = _dir(storage, w)
-    txn.record_written(info.table_id, [path])
+    txn, _, path = _open_write(LostAnswer(url), table)
     seq, _ = txn.metastore.commits_since(info.table_id, [""], 0)
     assert txn.commit("merge", {info.table_id: [""]}, checked_through=seq) is None
     assert txn.state == "committed" and storage.exists(path)

@@ -37,30 +37,14 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 import pytest
-from hypothesis import HealthCheck, event, given, note, settings
+from core_read import rows_with_row_ids
+from hypothesis import event, given, note
 from hypothesis import strategies as st
+from properties import examples
 
 import acid_source
 from acid_source.errors import MergeCardinalityError
-from acid_source.resolve import resolve_table
-from acid_source.scan.planner import TableScan
-from acid_source.scan.reader import read_split
 from acid_source.table import AcidTable
-
-_SCALE = int(os.environ.get("ACIDORC_PROPERTY_EXAMPLES", "0") or 0)
-
-
-def examples(default: int) -> settings:
-    return settings(
-        derandomize=True,  # CI runs the same examples every time
-        deadline=None,
-        database=None,
-        print_blob=False,
-        report_multiple_bugs=False,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-        max_examples=_SCALE or default,
-    )
-
 
 # --- the table -------------------------------------------------------------------------------
 COLUMNS = ("id", "a", "s", "b", "p")  # partition column p last, as acidorc orders it
@@ -506,14 +490,10 @@ def read_with_row_ids(path: str, kind: str) -> list[tuple[tuple, dict]]:
     """((partition dir, *ROW__ID), row) of every visible row (a ROW__ID is unique within its
     partition); scan internals, for the ROW__ID checks only (the content itself is compared
     through the public AcidTable.toArrow())."""
-    resolved = resolve_table(path)
-    ctx, splits = TableScan(resolved, include_row_id=True).plan(resolved.schema(include_row_id=True))
     found = []
-    for split in splits:
-        for batch in read_split(split, ctx):
-            for r in batch.to_pylist():
-                rid = r.pop("ROW__ID")
-                found.append(((partition_dir(kind, r["p"]), rid["writeId"], rid["bucketId"], rid["rowId"]), r))
+    for r in rows_with_row_ids(path):
+        rid = r.pop("ROW__ID")
+        found.append(((partition_dir(kind, r["p"]), rid["writeId"], rid["bucketId"], rid["rowId"]), r))
     return found
 
 

@@ -25,6 +25,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pytest
+from core_read import read_with_row_ids as read  # every row with its ROW__ID, sorted
+from core_write import unfinished_write
 from hivegen import Event, HiveTable, bucket_property
 
 from acid_source import create_table
@@ -42,16 +44,9 @@ from acid_source.maintenance.compaction_plan import compactor_write_ids
 from acid_source.maintenance.compaction_tasks import run_tasks as run_in_process
 from acid_source.maintenance.compactor import compact_table
 from acid_source.metastore import Metastore
-from acid_source.options import WriteOptions
 from acid_source.orc.files import OrcFile, parse_key_index
-from acid_source.resolve import resolve_table
-from acid_source.scan.planner import TableScan
-from acid_source.scan.reader import read_split
-from acid_source.scan.resolved import SnapshotSpec
 from acid_source.storage import Storage
 from acid_source.table import AcidTable
-from acid_source.write.task import TaskWriter
-from acid_source.writes import begin_write
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string()), ("p", pa.string())])
 FLAT = pa.schema([("id", pa.int64()), ("v", pa.string())])
@@ -66,20 +61,6 @@ def private_store(tmp_path, monkeypatch):
 
 
 # --- reading ---------------------------------------------------------------------------------
-def read(location: str, version: int | None = None) -> list[tuple]:
-    """Every row with its ROW__ID, sorted (the scan's own reader, engine-free)."""
-    resolved = resolve_table(location, snapshot=SnapshotSpec(version_as_of=version))
-    scan = TableScan(resolved, include_row_id=True)
-    ctx, splits = scan.plan(resolved.schema(include_row_id=True))
-    out = []
-    for split in splits:
-        for batch in read_split(split, ctx):
-            for row in batch.to_pylist():
-                rid = row.pop("ROW__ID")
-                out.append(tuple(row.values()) + ((rid["writeId"], rid["bucketId"], rid["rowId"]),))
-    return sorted(out)
-
-
 def versions(location: str) -> list[int]:
     return sorted(h["version"] for h in AcidTable.load(location).history() if h["version"] is not None)
 
@@ -129,15 +110,6 @@ def batch(ids, v, parts=None, schema=SCHEMA) -> pa.Table:
     if "p" in schema.names:
         data["p"] = parts
     return pa.table(data)
-
-
-def unfinished_write(location: str, data: pa.Table):
-    """A write whose transaction stays open (its files on disk): (job, txn, task result)."""
-    job, txn = begin_write(WriteOptions.parse({"path": location}), data.schema, False, heartbeat="none")
-    task = TaskWriter(job.plan, 0)
-    for b in data.to_batches():
-        task.write(b)
-    return job, txn, task.close()
 
 
 class History:

@@ -32,37 +32,16 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 import pytest
+from core_read import read_with_row_ids as read  # every row (id, v, p, (writeId, bucketId, rowId)), sorted
+from core_write import unfinished_write
 from hivegen import HiveTable
-from hypothesis import HealthCheck, Phase, given, note, settings
+from hypothesis import HealthCheck, Phase, given, note
 from hypothesis import strategies as st
+from properties import examples
 
 from acid_source import create_table
 from acid_source.errors import NotEnoughHistoryError, SnapshotFilesRemovedError
-from acid_source.options import WriteOptions
-from acid_source.resolve import resolve_table
-from acid_source.scan.planner import TableScan
-from acid_source.scan.reader import read_split
-from acid_source.scan.resolved import SnapshotSpec
 from acid_source.table import AcidTable
-from acid_source.write.task import TaskWriter
-from acid_source.writes import begin_write
-
-_SCALE = int(os.environ.get("ACIDORC_PROPERTY_EXAMPLES", "0") or 0)
-
-
-def examples(default: int) -> settings:
-    return settings(
-        derandomize=True,  # CI runs the same examples every time
-        deadline=None,
-        database=None,
-        print_blob=False,
-        report_multiple_bugs=False,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                               HealthCheck.function_scoped_fixture],
-        max_examples=_SCALE or default,
-        phases=[Phase.explicit, Phase.generate],  # no shrinking: each example is slow; note() shows the steps
-    )
-
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string()), ("p", pa.string())])
 DATA_COLS = [("id", "bigint"), ("v", "string")]  # what original (pre-ACID) files hold
@@ -77,21 +56,6 @@ def private_store(monkeypatch):
     monkeypatch.setenv("ACIDORC_METASTORE_URL", f"sqlite:///{root}/store.db")
     yield
     shutil.rmtree(root, ignore_errors=True)
-
-
-def read(location: str, version: int | None = None) -> list[tuple]:
-    """Every row ``(id, v, p, (writeId, bucketId, rowId))`` of a version (None: latest), sorted."""
-    resolved = resolve_table(location, snapshot=SnapshotSpec(version_as_of=version))
-    scan = TableScan(resolved, include_row_id=True)
-    ctx, splits = scan.plan(resolved.schema(include_row_id=True))
-    out = []
-    for split in splits:
-        for batch in read_split(split, ctx):
-            cols = batch.to_pydict()
-            rids = cols["ROW__ID"]
-            out += [(i, v, p, (r["writeId"], r["bucketId"], r["rowId"]))
-                    for i, v, p, r in zip(cols["id"], cols["v"], cols["p"], rids)]
-    return sorted(out)
 
 
 def values(rows: list[tuple]) -> list[tuple]:
@@ -150,15 +114,6 @@ class Run:
 
 def table_data(ids: list[int], v: str, parts: list[str]) -> pa.Table:
     return pa.table({"id": pa.array(ids, pa.int64()), "v": [v] * len(ids), "p": parts})
-
-
-def unfinished_write(location: str, data: pa.Table):
-    """A write whose files are in the table and whose transaction is still open."""
-    job, txn = begin_write(WriteOptions.parse({"path": location}), data.schema, False, heartbeat="none")
-    task = TaskWriter(job.plan, 0)
-    for b in data.to_batches():
-        task.write(b)
-    return job, txn, task.close()
 
 
 def apply(run: Run, op: tuple) -> None:
@@ -241,7 +196,8 @@ def originals(run: Run, rows_per_file: list[int]) -> None:
             run.model.update({i: ("orig", "a") for i in ids})
 
 
-@examples(10)
+@examples(10, suppress=[HealthCheck.function_scoped_fixture],
+          phases=[Phase.explicit, Phase.generate])  # no shrinking: each example is slow; note() shows the steps
 @given(program=st.lists(ops, min_size=6, max_size=16),
        with_originals=st.lists(st.integers(0, 4), min_size=2, max_size=2))
 def test_random_histories_read_the_same_at_every_version_through_compaction_and_vacuum(program,

@@ -21,7 +21,6 @@ Set ACIDORC_PROPERTY_EXAMPLES to run more examples than the CI default.
 
 from __future__ import annotations
 
-import os
 import sys
 import tempfile
 from collections import defaultdict
@@ -30,10 +29,10 @@ from pathlib import Path
 
 import hypothesis  # noqa: E402,F401
 import pytest
-from hypothesis import HealthCheck, event, given, note, settings  # noqa: E402
+from hypothesis import event, given, note  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-# tests/ holds the shared test helpers (hivegen, reference); make them importable however
+# tests/ holds the shared test helpers (hivegen, reference, properties); make them importable however
 # pytest was started, without relying on a conftest.
 _TESTS_DIR = str(Path(__file__).resolve().parents[1])
 if _TESTS_DIR not in sys.path:
@@ -41,6 +40,7 @@ if _TESTS_DIR not in sys.path:
 
 import pyarrow as pa  # noqa: E402
 from hivegen import DELETE, INSERT, UPDATE, Event, HiveTable, bucket_property, delta_name  # noqa: E402
+from properties import examples  # noqa: E402
 from reference import (  # noqa: E402
     LONG_MAX,
     IdList,
@@ -57,23 +57,6 @@ from acid_source.options import ReadOptions  # noqa: E402
 from acid_source.resolve import scan_for  # noqa: E402
 from acid_source.scan.reader import ScanMetrics, read_split  # noqa: E402
 from acid_source.scan.splits import ROW_ID_COLUMN, ROW_ID_TYPE  # noqa: E402
-
-settings.register_profile(
-    "acidorc-properties",
-    derandomize=True,  # CI runs the same examples every time
-    deadline=None,
-    database=None,
-    print_blob=False,
-    report_multiple_bugs=False,  # shrink one failure, not every distinct one (keeps CI fast)
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
-PROFILE = settings.get_profile("acidorc-properties")
-_SCALE = int(os.environ.get("ACIDORC_PROPERTY_EXAMPLES", "0") or 0)
-
-
-def examples(default: int) -> settings:
-    return settings(PROFILE, max_examples=_SCALE or default)
-
 
 TABLE = "default.t"
 COLUMNS = [("a", "int"), ("b", "string")]
