@@ -37,7 +37,7 @@ from ..layout.table_dirs import FULL_ACID, INSERT_ONLY
 from ..layout.writeids import RangeResponse, ValidWriteIdList
 from ..orc.files import EVENT_COLUMNS, OP_DELETE, OrcFile
 from ..orc.writer import InsertFileWriter, KeyedEventWriter, WrittenFile
-from ..scan.reader import SplitReader, convert, match_columns
+from ..scan.reader import SplitReader, match_columns
 from ..scan.splits import ROW_ID_COLUMN, ROW_ID_TYPE, BucketSplit, FileSlice, ReadContext
 from ..scan.visibility import SplitVisibility, check_event_buckets, needs_collapse
 from ..storage import Storage
@@ -265,8 +265,7 @@ def _raw_file_events(task: CompactionTask, s: FileSlice, row_type: pa.StructType
         assert keys is not None  # asked for with_keys
         o, b, r = keys
         n = len(o)
-        by_name = dict(zip((x.lower() for x in visible.names), visible.select(visible.columns)))
-        children = [_column(by_name, f, n, s.path) for f in row_type]
+        children = match_columns(visible.names, visible.select(visible.columns), list(row_type), n, s.path)
         yield pa.RecordBatch.from_arrays(
             [pa.array(np.zeros(n, dtype=np.int32)), pa.array(o, pa.int64()), pa.array(b, pa.int32()),
              pa.array(r, pa.int64()), pa.array(o, pa.int64()),
@@ -285,11 +284,6 @@ def _shape_row(row: pa.Array, row_type: pa.StructType, path: str) -> pa.Array:
     children = match_columns(names, row.flatten(), list(row_type), len(row), path)
     mask = row.is_null() if row.null_count else None
     return pa.StructArray.from_arrays(children, fields=list(row_type), mask=mask)
-
-
-def _column(by_name: dict, f: pa.Field, n: int, path: str) -> pa.Array:
-    arr = by_name.get(f.name.lower())
-    return pa.nulls(n, f.type) if arr is None else convert(arr, f, path)
 
 
 def _check_sorted(s: FileSlice, o, b, r, last):

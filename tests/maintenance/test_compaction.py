@@ -348,6 +348,26 @@ def test_major_folds_original_files_in_with_hive_row_ids(tmp_path):
     assert {r[0]: r[2] for r in read(location)} == {k: v for k, v in expected_ids.items() if k != 7}
 
 
+def test_a_plain_file_with_positional_column_names_in_a_delta_keeps_its_values(tmp_path):
+    """A plain ORC file loaded into a delta (LOAD DATA) whose columns are named ``_col0``,
+    ``_col1`` (older Hive writers) is read by position; compaction must carry the same values
+    into its output, not nulls."""
+    location = str(tmp_path / "t")
+    create_table(location, FLAT)
+    t = AcidTable.load(location)
+    t.append(batch([1], "w1", schema=FLAT))
+    w = store_write(location)
+    HiveTable(location, [("id", "bigint"), ("v", "string")]).write_plain(
+        Path(location) / f"delta_{w:07d}_{w:07d}_0000" / "000000_0", [(2, "raw2"), (3, "raw3")],
+        row_type="struct<_col0:bigint,_col1:string>")
+    expected = [(1, "w1"), (2, "raw2"), (3, "raw3")]
+    assert sorted(r[:2] for r in read(location)) == expected
+    t.compact("minor")
+    assert sorted(r[:2] for r in read(location)) == expected
+    t.compact("major")
+    assert sorted(r[:2] for r in read(location)) == expected
+
+
 def test_empty_outputs_still_take_effect(tmp_path):
     """Everything deleted: the base holds no file, only ``_orc_acid_version``, and still hides
     the deltas it replaces (as Hive's compactor creates empty outputs)."""
