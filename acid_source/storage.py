@@ -27,6 +27,17 @@ class FileEntry:
     is_dir: bool
 
 
+def uncached(options: dict) -> dict:
+    """fsspec options with both of its caches off. fsspec hands every process one shared
+    file-system instance per URL and options, and remote ones (s3fs, gcsfs, adlfs) keep each
+    directory listing until that process itself writes there: a long-lived process (Spark's
+    driver and its reused Python workers, any ``AcidTable`` user) would go on seeing a table as
+    it was, without the directories other processes committed since. A compaction built on such
+    a listing would drop their rows for good. A table's listings must be fresh, so each
+    :class:`Storage` gets its own instance, which caches no listing."""
+    return {**options, "skip_instance_cache": True, "use_listings_cache": False}
+
+
 @dataclass(frozen=True)
 class Storage:
     """The file system behind one table root."""
@@ -36,7 +47,7 @@ class Storage:
 
     @cached_property
     def _fs_and_root(self):
-        fs, root = fsspec.core.url_to_fs(self.url, **dict(self.options))
+        fs, root = fsspec.core.url_to_fs(self.url, **uncached(dict(self.options)))
         return fs, root.rstrip("/") or "/"
 
     def __getstate__(self):  # never pickle the live filesystem

@@ -46,3 +46,7 @@ def spark(tmp_path_factory):
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+# Real servers on loopback, started on first use (tests/servers/).
+from servers.s3 import s3_bucket, s3_server, s3_table_url  # noqa: E402,F401
