@@ -103,6 +103,20 @@ class CorruptFileError(AcidError):
         super().__init__(f"cannot read {path}: {reason}")
 
 
+class MissingDataError(CorruptFileError):
+    """Storage lacks the files of committed writes: the transaction store says write ids were
+    committed into a data object, and no directory holding them is there, even in a second
+    listing without caches. Storage lost data or was changed outside acidorc; acidorc refuses to
+    return the table without those rows, or to compact it into a version without them."""
+
+    def __init__(self, path: str, write_ids: list[int], detail: str = ""):
+        self.write_ids = list(write_ids)
+        shown = ", ".join(map(str, self.write_ids[:10])) + (" ..." if len(self.write_ids) > 10 else "")
+        super().__init__(path, f"committed write id(s) {shown} have no directory holding them in storage, "
+                               f"listed twice without caches{detail}. The transaction store recorded them as "
+                               "committed here, so storage lost data or was changed outside acidorc")
+
+
 class NotEnoughHistoryError(AcidError):
     """The snapshot predates the oldest compacted base: the data it needs was compacted away.
 

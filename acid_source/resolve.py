@@ -17,6 +17,7 @@ Which writes count as committed:
 
 from __future__ import annotations
 
+from .completeness import complete_listing, missing_data_error
 from .errors import InvalidOptionError, NotAnAcidTableError, NotEnoughHistoryError
 from .layout.names import is_hidden, parse_dir_name
 from .layout.table_dirs import FULL_ACID, INSERT_ONLY, acid_state_for, data_files, discover_layout, has_acid_layout
@@ -53,45 +54,74 @@ def _narrowed(given: ValidWriteIdList, store: ValidWriteIdList) -> ValidWriteIdL
 
 def resolve_table(location: str, *, metastore_url: str | None = None, storage_options: tuple = (),
                   snapshot: SnapshotSpec = SnapshotSpec(), table_type: str = "auto") -> ResolvedTable:
-    """Resolve ``location`` under ``snapshot``: the store is asked first, then storage is listed."""
+    """Resolve ``location`` under ``snapshot``: the store is asked first, then storage is listed,
+    and the listing is proven to hold every write id the snapshot calls committed
+    (:mod:`acid_source.completeness`)."""
     store = open_store(metastore_url)
     info = store.find_table(location) if store is not None else None
-    version = None
-    if store is not None and info is not None:
-        if snapshot.version_as_of is not None or snapshot.timestamp_as_of is not None:
-            version = snapshot.version_as_of
-            if version is None:
-                assert snapshot.timestamp_as_of is not None  # the condition above
-                # to the microsecond (a datetime's precision): a commit within the named
-                # microsecond is included
-                version = store.write_id_as_of_time(info.table_id, snapshot.timestamp_as_of + 1e-6)
-            write_ids, txns = store.snapshot_as_of(info.table_id, version)
-        else:
-            write_ids, txns = store.snapshot(info.table_id)
-            version = _latest_version(store, info.table_id)
-        if snapshot.write_ids is not None:
-            write_ids = _narrowed(snapshot.write_ids, write_ids)
-            version = None
-        if snapshot.txns is not None:
-            txns = snapshot.txns
-        storage = Storage(info.location, storage_options)
-    else:
-        for option, value in (("versionAsOf", snapshot.version_as_of), ("timestampAsOf", snapshot.timestamp_as_of)):
-            if value is not None:
-                where = store.url if store is not None else "the default transaction store (it does not exist yet)"
-                raise InvalidOptionError(option, f"time travel needs the table's commit history, and {location} "
-                                                 f"is not registered in {where}; a table the store does not "
-                                                 "know is read with every write id on disk counted as "
-                                                 "committed (pass validWriteIds to choose a snapshot)")
-        write_ids = snapshot.write_ids or ValidWriteIdList.all_valid()
-        txns = snapshot.txns or ValidTxnList()
-        storage = Storage(location, storage_options)
-    layout = discover_layout(storage)  # after the snapshot: see the module docstring
-    if info is not None and (snapshot.version_as_of is not None or snapshot.timestamp_as_of is not None):
-        _check_history(store, info, layout, write_ids, txns)
+    if store is None or info is None:
+        return _resolve_unregistered(store, location, storage_options, snapshot, table_type)
+    storage = Storage(info.location, storage_options)
+    past = snapshot.version_as_of is not None or snapshot.timestamp_as_of is not None
+    for _attempt in range(_SNAPSHOT_ATTEMPTS):
+        write_ids, txns, version = _store_snapshot(store, info, snapshot)
+        layout = discover_layout(storage)  # after the snapshot: see the module docstring
+        layout, gaps = complete_listing(store, info, layout, write_ids, txns)
+        if not gaps or past:
+            break
+        # a current snapshot may have lost a race with a compaction and the cleaner (its
+        # inputs removed between this snapshot and the listing): a newer snapshot sees the
+        # compaction's outputs instead
+    if past:
+        _check_history(layout, write_ids, txns, gaps)
+    elif gaps:
+        raise missing_data_error(layout, gaps, "read the table without them")
     kind = _table_kind(location, info, layout, write_ids, txns, table_type)
-    return ResolvedTable(storage, info.location if info is not None else location, layout, write_ids, txns,
-                         kind, info, version)
+    return ResolvedTable(storage, info.location, layout, write_ids, txns, kind, info, version)
+
+
+#: fresh snapshots a current read takes before it calls a listing gap data loss
+_SNAPSHOT_ATTEMPTS = 3
+
+
+def _store_snapshot(store, info, snapshot: SnapshotSpec) -> tuple[ValidWriteIdList, ValidTxnList, int | None]:
+    """The registered table's snapshot under ``snapshot``, and the version it shows."""
+    if snapshot.version_as_of is not None or snapshot.timestamp_as_of is not None:
+        version = snapshot.version_as_of
+        if version is None:
+            assert snapshot.timestamp_as_of is not None  # the condition above
+            # to the microsecond (a datetime's precision): a commit within the named
+            # microsecond is included
+            version = store.write_id_as_of_time(info.table_id, snapshot.timestamp_as_of + 1e-6)
+        write_ids, txns = store.snapshot_as_of(info.table_id, version)
+    else:
+        write_ids, txns = store.snapshot(info.table_id)
+        version = _latest_version(store, info.table_id)
+    if snapshot.write_ids is not None:
+        write_ids = _narrowed(snapshot.write_ids, write_ids)
+        version = None
+    if snapshot.txns is not None:
+        txns = snapshot.txns
+    return write_ids, txns, version
+
+
+def _resolve_unregistered(store, location: str, storage_options: tuple, snapshot: SnapshotSpec,
+                          table_type: str) -> ResolvedTable:
+    """A table the store does not know: written by another engine, every write id on disk
+    counts as committed unless ``validWriteIds`` / ``validTxns`` say otherwise."""
+    for option, value in (("versionAsOf", snapshot.version_as_of), ("timestampAsOf", snapshot.timestamp_as_of)):
+        if value is not None:
+            where = store.url if store is not None else "the default transaction store (it does not exist yet)"
+            raise InvalidOptionError(option, f"time travel needs the table's commit history, and {location} "
+                                             f"is not registered in {where}; a table the store does not "
+                                             "know is read with every write id on disk counted as "
+                                             "committed (pass validWriteIds to choose a snapshot)")
+    write_ids = snapshot.write_ids or ValidWriteIdList.all_valid()
+    txns = snapshot.txns or ValidTxnList()
+    storage = Storage(location, storage_options)
+    layout = discover_layout(storage)
+    kind = _table_kind(location, None, layout, write_ids, txns, table_type)
+    return ResolvedTable(storage, location, layout, write_ids, txns, kind, None, None)
 
 
 def _latest_version(store, table_id: int) -> int:
@@ -107,34 +137,24 @@ def _latest_version(store, table_id: int) -> int:
     return 0
 
 
-def _check_history(store, info, layout, write_ids: ValidWriteIdList, txns: ValidTxnList) -> None:
+def _check_history(layout, write_ids: ValidWriteIdList, txns: ValidTxnList, gaps) -> None:
     """A past snapshot needs the directories of every write id it sees. Compaction replaces
     them with outputs a past snapshot must not use (they also hold later writes), and the
     cleaner then removes them: such a snapshot cannot be read any more."""
-    needed: dict[str, set[int]] = {}
-    for commit in store.history(info.table_id):
-        w = commit["write_id"]
-        if w is not None and write_ids.is_write_id_valid(w):
-            for part in commit["touched"]:
-                needed.setdefault(part, set()).add(w)
-    root = layout.storage.root.rstrip("/")
-    listed = {p.path[len(root):].strip("/"): p for p in layout.partitions}
     snapshot = str(write_ids)
     for pdir in layout.partitions:  # rows no write id owns: original (pre-ACID) files
         _check_originals(layout, pdir, write_ids, txns, snapshot)
-    for part, wanted in sorted(needed.items()):
-        pdir = listed.get(part)
-        if pdir is None:
-            raise NotEnoughHistoryError(f"{root}/{part}" if part else root, "(partition directory gone)", snapshot)
-        state = acid_state_for(layout, pdir, write_ids, txns)
-        covered_up_to = state.base.parsed.write_id if state.base is not None else 0
-        ranges = [(d.parsed.min_write_id, d.parsed.max_write_id) for d in state.deltas]  # inserts and deletes
-        for w in sorted(wanted):
-            if w <= covered_up_to or any(lo <= w <= hi for lo, hi in ranges):
-                continue
-            later = sorted(e.name for e in layout.listings[pdir.path]
-                           if e.is_dir and (p := parse_dir_name(e.name)) is not None and p.visibility_txn_id)
-            raise NotEnoughHistoryError(pdir.path, ", ".join(later) or "(directories removed)", snapshot)
+    if not gaps:
+        return
+    gap = gaps[0]
+    root = layout.storage.root.rstrip("/")
+    if not gap.listed:
+        raise NotEnoughHistoryError(f"{root}/{gap.partition}" if gap.partition else root,
+                                    "(partition directory gone)", snapshot)
+    path = f"{root}/{gap.partition}" if gap.partition else root
+    later = sorted(e.name for e in layout.listings[path]
+                   if e.is_dir and (p := parse_dir_name(e.name)) is not None and p.visibility_txn_id)
+    raise NotEnoughHistoryError(path, ", ".join(later) or "(directories removed)", snapshot)
 
 
 def _check_originals(layout, pdir, write_ids: ValidWriteIdList, txns: ValidTxnList, snapshot: str) -> None:

@@ -5,8 +5,10 @@ The order is what keeps every reader correct:
 1. the transaction opens first; its id T names the outputs (``_vT``), and every reader whose
    transaction list does not see T committed ignores them - readers already running, and
    readers of any version committed before T (time travel);
-2. the snapshot is taken next, then storage is listed, and the plan bounds the work below the
-   lowest open write id (:mod:`.compaction_plan`);
+2. the snapshot is taken next, then storage is listed and the listing proven to hold every
+   committed write id (:mod:`acid_source.completeness`), and the plan bounds the work below the
+   lowest open write id (:mod:`.compaction_plan`); its inputs must hold every committed write
+   id its outputs will claim to hold, or the compaction aborts;
 3. the output directories are recorded on the transaction before anything is written, so an
    abort (a failed task, a conflict at commit) removes them all;
 4. tasks write the outputs - in this process, or as a Spark job (``run_tasks``);
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping
 
+from ..completeness import check_inputs, complete_listing, missing_data_error
 from ..errors import TableNotRegisteredError
 from ..layout.table_dirs import FULL_ACID, INSERT_ONLY, discover_layout
 from ..resolve import open_store
@@ -54,15 +57,22 @@ def compact_table(location: str, kind: str, *, partition_filter: str | None = No
             "write ids it allocates (Hive's own compactor compacts Hive's tables)", location=location)
     txn = Transaction.begin(store, description=f"{kind} compaction {info.location}", heartbeat="thread")
     try:
-        write_ids, txns = store.snapshot(info.table_id)  # after the open: T is open in it
         storage = Storage(info.location, options)
-        layout = discover_layout(storage)  # after the snapshot (see acid_source.resolve)
+        for _attempt in range(3):
+            write_ids, txns = store.snapshot(info.table_id)  # after the open: T is open in it
+            layout = discover_layout(storage)  # after the snapshot (see acid_source.resolve)
+            layout, gaps = complete_listing(store, info, layout, write_ids, txns)
+            if not gaps:  # else maybe a race with another compaction and the cleaner: snapshot again
+                break
+        if gaps:
+            raise missing_data_error(layout, gaps, f"compact {info.location}")
         table = ResolvedTable(storage, info.location, layout, write_ids, txns,
                               INSERT_ONLY if info.insert_only else FULL_ACID, info)
         plan = plan_compaction(table, kind, txn.txn_id, partition_filter=partition_filter)
         if not plan.objects:
             txn.abort("nothing to compact")
             return _metrics(plan, [])
+        check_inputs(store, info, layout, plan.objects, plan.write_ids, plan.kind)
         txn.record_written(info.table_id, plan.output_dirs, storage=storage, no_write_id=True)
         for directory in plan.output_dirs:
             prepare_output_dir(storage, directory, plan.table_kind)

@@ -9,9 +9,10 @@ first decides which base/delta directories are visible, the second which compact
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from datetime import datetime, timezone
 
-from sqlalchemy import func, or_, select
+from sqlalchemy import and_, func, or_, select
 
 from ..errors import InvalidArgumentError, VersionNotFoundError
 from ..layout.writeids import LONG_MAX, ValidTxnList, ValidWriteIdList
@@ -189,6 +190,36 @@ class SnapshotsMixin(StoreBase):
                 .order_by(txn_write_ids.c.write_id)).scalars())
 
         return self._run(op, write=False, what=f"read the write ids of table {table_id}")
+
+    def committed_writes(self, table_id: int, *, above: int = 0,
+                         partitions: Iterable[str] | None = None) -> tuple[set[str], dict[str, list[int]]]:
+        """What committed transactions put on storage, to prove a listing complete: every data
+        object (``""`` or a partition path) any committed transaction of the table touched, and,
+        per data object, the write ids above ``above`` of the committed transactions that wrote
+        it (optionally only for ``partitions``). Compactions touch data objects but hold no
+        write id: they count among the data objects only."""
+        table_id = as_id(table_id, "table_id")
+        above = as_id(above, "above") if above else 0
+        wanted = None if partitions is None else sorted(set(partitions))
+
+        def op(conn):
+            self._table_row(conn, table_id)
+            objects = set(conn.execute(select(txn_components.c.partition_path).where(
+                txn_components.c.table_id == table_id).distinct()).scalars())
+            joined = (txn_write_ids.join(txns, txns.c.txn_id == txn_write_ids.c.txn_id)
+                      .join(txn_components, and_(txn_components.c.txn_id == txn_write_ids.c.txn_id,
+                                                 txn_components.c.table_id == txn_write_ids.c.table_id)))
+            stmt = (select(txn_write_ids.c.write_id, txn_components.c.partition_path).select_from(joined)
+                    .where(txn_write_ids.c.table_id == table_id, txns.c.state == COMMITTED,
+                           txn_write_ids.c.write_id > above))
+            writes: dict[str, list[int]] = {}
+            for chunk in ([None] if wanted is None else chunks(wanted)):
+                query = stmt if chunk is None else stmt.where(txn_components.c.partition_path.in_(chunk))
+                for w, p in conn.execute(query):
+                    writes.setdefault(p, []).append(w)
+            return objects, writes
+
+        return self._run(op, write=False, what=f"read the committed writes of table {table_id}")
 
     def history(self, table_id: int, limit: int | None = None) -> list[dict]:
         """Committed transactions that wrote the table, newest first: ``txn_id``, ``write_id``

@@ -1,0 +1,140 @@
+"""Proving a table listing complete before anything is built on it (driver side).
+
+A listing is only as good as the storage that answered it: a cache another process's writes do
+not invalidate, or an object store's eventually consistent listing, can omit directories that
+committed transactions wrote. A reader would then return fewer rows, a DML would match rows
+already deleted, and a compaction would write a base without them and lose them for good - all
+without an error. The transaction store knows better: it records, for every committed write id,
+the data objects it wrote. So every read, DML and compaction checks that each committed write id
+of its snapshot is held by a directory it listed (:mod:`acid_source.layout.coverage`), lists
+again (with a new file-system instance) when one is not, and raises :class:`MissingDataError`
+when a second listing still lacks it: data missing from storage is corruption, never "fewer
+rows". Compaction also checks its inputs themselves before it commits (:func:`check_inputs`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .errors import MissingDataError, SchemaError
+from .layout.coverage import Holder, base_floor, holder_of, unheld, visible_holders
+from .layout.names import parse_dir_name
+from .layout.partitions import parse_partition_segment
+from .layout.table_dirs import TableLayout, convert_partition_value, discover_layout
+from .layout.writeids import ValidTxnList, ValidWriteIdList
+from .storage import Storage
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Gap:
+    """Committed write ids of one data object that no listed directory holds."""
+
+    partition: str  # "" or the partition path relative to the table root
+    write_ids: tuple[int, ...]
+    listed: bool  # whether the data object's directory was listed at all
+
+
+def relative(layout: TableLayout, path: str) -> str:
+    return path[len(layout.storage.root.rstrip("/")):].strip("/")
+
+
+def partition_key(info) -> Callable[[str], object]:
+    """A data object's identity by its partition values, so that a directory spelled another
+    way (``p=01`` for the int 1, as another engine may have named it) is the one the store
+    recorded as ``p=1``."""
+    types = {c.lower(): info.schema.field(c).type for c in info.partition_columns}
+
+    def key(rel: str) -> object:
+        values = []
+        for segment in rel.split("/") if rel else ():
+            parsed = parse_partition_segment(segment)
+            if parsed is None:
+                return rel
+            name, raw = parsed
+            try:
+                value = convert_partition_value(raw, types[name.lower()]) if name.lower() in types else raw
+            except SchemaError:
+                value = raw
+            values.append((name.lower(), value))
+        return tuple(values)
+
+    return key
+
+
+def find_gaps(store, info, layout: TableLayout, write_ids: ValidWriteIdList, txns: ValidTxnList) -> list[Gap]:
+    """The committed write ids of the snapshot that ``layout`` does not hold, per data object."""
+    key = partition_key(info)
+    holders = {key(relative(layout, p.path)): visible_holders(layout.listings[p.path], write_ids, txns)
+               for p in layout.partitions}
+    # below every data object's base nothing needs checking: ask only for the write ids above
+    floor = min((base_floor(h) for h in holders.values()), default=0)
+    objects, writes = store.committed_writes(info.table_id, above=floor)
+    unlisted = sorted(o for o in objects if key(o) not in holders)
+    if unlisted:  # a data object not listed at all: every committed write id in it counts
+        writes.update(store.committed_writes(info.table_id, partitions=unlisted)[1])
+    gaps = []
+    for part, ids in sorted(writes.items()):
+        seen = [w for w in ids if write_ids.is_write_id_valid(w)]
+        held = holders.get(key(part))
+        missing = sorted(set(seen)) if held is None else unheld(seen, held)
+        if missing:
+            gaps.append(Gap(part, tuple(missing), held is not None))
+    return gaps
+
+
+def complete_listing(store, info, layout: TableLayout, write_ids: ValidWriteIdList,
+                     txns: ValidTxnList) -> tuple[TableLayout, list[Gap]]:
+    """``layout`` if it holds every committed write id of the snapshot; else a second listing
+    through a new file-system instance, with what that one still lacks (empty: complete)."""
+    gaps = find_gaps(store, info, layout, write_ids, txns)
+    if not gaps:
+        return layout, []
+    log.warning("the listing of %s lacks committed write ids (%s); listing it again without caches",
+                layout.storage.url, describe(gaps))
+    fresh = discover_layout(Storage(layout.storage.url, layout.storage.options))
+    return fresh, find_gaps(store, info, fresh, write_ids, txns)
+
+
+def describe(gaps: list[Gap]) -> str:
+    return "; ".join(f"{g.partition or '(table)'}: {', '.join(map(str, g.write_ids[:10]))}"
+                     + (" ..." if len(g.write_ids) > 10 else "") for g in gaps)
+
+
+def missing_data_error(layout: TableLayout, gaps: list[Gap], doing: str) -> MissingDataError:
+    first = gaps[0]
+    url = layout.storage.url.rstrip("/")
+    path = f"{url}/{first.partition}" if first.partition else url
+    where = "" if first.listed else " (the directory itself is missing)"
+    more = f"; also {describe(gaps[1:])}" if len(gaps) > 1 else ""
+    return MissingDataError(path, list(first.write_ids), f"{where}{more}; refusing to {doing}")
+
+
+def check_inputs(store, info, layout: TableLayout, objects, write_ids: ValidWriteIdList, kind: str) -> None:
+    """A compaction's inputs must hold every committed write id its outputs will claim to hold:
+    ``base_N`` claims all up to N, a minor ``delta_lo_hi`` all from lo to hi. Raises
+    :class:`MissingDataError` (the compaction then aborts) instead of writing an output that
+    would shadow rows it never read."""
+    if not objects:
+        return
+    inputs: dict[str, list[Holder]] = {}
+    for obj in objects:
+        parsed = [parse_dir_name(d.rstrip("/").rsplit("/", 1)[-1]) for d in obj.input_dirs]
+        inputs[obj.partition] = [holder_of(p) for p in parsed if p is not None]
+    floor = min((base_floor(h) for h in inputs.values()), default=0)
+    _, writes = store.committed_writes(info.table_id, above=floor, partitions=list(inputs))
+    gaps = []
+    for part, holders in inputs.items():
+        if kind == "minor":
+            lo, hi = min((h.lo for h in holders), default=1), max((h.hi for h in holders), default=0)
+        else:
+            lo, hi = 1, write_ids.high_watermark
+        claimed = [w for w in writes.get(part, ()) if lo <= w <= hi and write_ids.is_write_id_valid(w)]
+        missing = unheld(claimed, holders)
+        if missing:
+            gaps.append(Gap(part, tuple(missing), True))
+    if gaps:
+        raise missing_data_error(layout, gaps, f"write a {kind} compaction that would drop them")

@@ -1,0 +1,112 @@
+"""A long-lived process never builds on a stale listing of an S3 table (issue 13's reproduction).
+
+fsspec hands out one file-system instance per process, and s3fs keeps every directory listing
+until that process itself writes there. A process that had listed a table (Spark's driver, its
+reused Python workers, any ``AcidTable`` user) went on seeing it as it was: its reads missed
+other processes' commits, and a compaction built ``base_N`` from the stale listing, undoing a
+committed DELETE for good. Each test runs the processes for real against a real S3 server
+(SeaweedFS); the table's credentials come from the environment, as they would on a cluster.
+
+Two lines of defence are tested: table storage never caches listings (``Storage``), and every
+read and compaction proves its listing holds each committed write id of its snapshot
+(:mod:`acid_source.completeness`) - with the first one switched off in the long-lived process,
+the second still refuses to return or compact a table without a committed write.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+import stale_workers
+from process_workers import Worker
+
+import acid_source.storage
+from acid_source import create_table
+from acid_source.errors import MissingDataError
+from acid_source.table import AcidTable
+
+ROWS_P1 = list(range(1, 11))
+ROWS_P2 = list(range(11, 21))
+
+
+@pytest.fixture
+def s3_env(s3_server, monkeypatch):
+    """Credentials and endpoint for every process of the test, from the environment."""
+    options = s3_server.storage_options
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", options["key"])
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", options["secret"])
+    monkeypatch.setenv("AWS_ENDPOINT_URL", options["client_kwargs"]["endpoint_url"])
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+
+
+@pytest.fixture
+def workers():
+    """Processes started on demand, all stopped at the end of the test."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    started: list[Worker] = []
+
+    def start() -> Worker:
+        started.append(Worker(ctx, stale_workers.serve))
+        return started[-1]
+
+    yield start
+    for w in started:
+        w.close()
+
+
+@pytest.fixture
+def table(s3_env, s3_table_url) -> str:
+    create_table(s3_table_url, pa.schema([("id", pa.int64()), ("p", pa.int32())]), partition_columns=["p"])
+    t = AcidTable.load(s3_table_url)
+    t.append(pa.table({"id": pa.array(ROWS_P1, pa.int64()), "p": pa.array([1] * 10, pa.int32())}))
+    t.append(pa.table({"id": pa.array(ROWS_P2, pa.int64()), "p": pa.array([2] * 10, pa.int32())}))
+    return s3_table_url
+
+
+def fresh_ids(workers, location: str) -> list[int]:
+    """The table as a process that never saw it before reads it."""
+    return workers().call("ids", location=location)
+
+
+def test_a_compaction_in_a_long_lived_process_keeps_a_delete_committed_elsewhere(table, workers):
+    a, b = workers(), workers()
+    assert a.call("count", location=table, row_filter="p = 1") == 10  # A has listed partition p=1
+    assert b.call("delete", location=table, condition="id <= 3")["numDeletedRows"] == 3
+    metrics = a.call("compact", location=table, kind="major", partition_filter="p = 1")
+    assert metrics["partitions"] == ["p=1"]
+    assert fresh_ids(workers, table) == [i for i in ROWS_P1 + ROWS_P2 if i > 3]
+
+
+def test_a_long_lived_reader_sees_what_other_processes_committed(table, workers):
+    a, b = workers(), workers()
+    assert a.call("count", location=table) == 20
+    b.call("append", location=table, ids=[21, 22], p=1)
+    b.call("append", location=table, ids=[31], p=3)  # a new partition, too
+    b.call("delete", location=table, condition="id = 11")
+    assert a.call("ids", location=table) == [i for i in ROWS_P1 + ROWS_P2 + [21, 22, 31] if i != 11]
+
+
+def test_a_stale_listing_is_refused_not_read_or_compacted(table, workers):
+    """With the listing cache back (the code before the fix) the long-lived process really does
+    list stale; the proof of completeness then refuses, naming the write id, and leaves the
+    table as it was."""
+    a, b = workers(), workers()
+    a.call("revert_listing_fix")
+    assert a.call("count", location=table) == 20
+    b.call("append", location=table, ids=[21], p=1)  # write id 3
+    with pytest.raises(MissingDataError, match=r"write id\(s\) 3 ") as raised:
+        a.call("count", location=table)
+    assert raised.value.path.startswith("s3://") and raised.value.write_ids == [3]
+    b.call("delete", location=table, condition="id <= 3")  # write id 4
+    with pytest.raises(MissingDataError, match="refusing to compact"):
+        a.call("compact", location=table, kind="major", partition_filter="p = 1")
+    assert fresh_ids(workers, table) == [i for i in ROWS_P1 + ROWS_P2 + [21] if i > 3]
+    assert [h["operation"] for h in AcidTable.load(table).history()] == ["delete", "insert", "insert", "insert"]
+
+
+def test_the_listing_fix_is_in_place():
+    """Table storage asks fsspec for an instance of its own without a listings cache."""
+    options = acid_source.storage.uncached({"key": "k"})
+    assert options == {"key": "k", "skip_instance_cache": True, "use_listings_cache": False}
