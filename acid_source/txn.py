@@ -146,6 +146,11 @@ class Transaction:
             self._written[table_id] = (storage, write_id, set())
         self._written[table_id][2].update(directories)
 
+    def committed_data_objects(self, table_id: int) -> set[str]:
+        """The data objects (``""`` or partition paths) committed transactions wrote in the table,
+        as the store recorded them: what an overwrite must replace, whatever a listing shows."""
+        return self.metastore.committed_writes(table_id)[0]
+
     # --- ending ----------------------------------------------------------------------------
     def set_commit(self, operation: str, touched: Mapping[int, Iterable[str]]) -> None:
         """What a context-managed transaction commits on a clean exit."""

@@ -37,7 +37,7 @@ class WriteJob:
                            write_id=self.plan.write_id)
         try:
             if self.plan.overwrite:
-                for part in self._partitions_to_empty(touched):
+                for part in self._partitions_to_empty(touched, txn):
                     txn.record_written(self.table_id, [self._empty_base(part)])
                     touched.add(part)
         except BaseException as exc:
@@ -52,8 +52,10 @@ class WriteJob:
         txn.abort(reason)
 
     # --- overwrite ---------------------------------------------------------------------------
-    def _partitions_to_empty(self, touched: set[str]) -> list[str]:
-        """Partitions an overwrite must replace although no task wrote rows into them."""
+    def _partitions_to_empty(self, touched: set[str], txn) -> list[str]:
+        """Partitions an overwrite must replace although no task wrote rows into them: those
+        on storage, and those the store knows committed rows went to (a listing that missed
+        one would leave its rows visible under the overwrite)."""
         plan = self.plan
         if not plan.partition_columns:
             return [] if "" in touched else [""]
@@ -62,13 +64,11 @@ class WriteJob:
             return [] if part in touched else [part]
         if self.dynamic_overwrite:
             return []
-        existing = []
+        existing = {p for p in txn.committed_data_objects(self.table_id) if p}
         if plan.storage.exists(plan.storage.root):
             for p in discover_layout(plan.storage).partitions:
-                rel = p.path[len(plan.storage.root):].strip("/")
-                if rel and rel not in touched:
-                    existing.append(rel)
-        return existing
+                existing.add(p.path[len(plan.storage.root):].strip("/"))
+        return sorted(p for p in existing if p and p not in touched)
 
     def _empty_base(self, part: str) -> str:
         """An empty base_W (Hive keeps an empty base file so that an overwrite takes effect)."""
