@@ -9,6 +9,7 @@ from .errors import (
     InvalidOptionError,
     InvalidSnapshotError,
     MetastoreError,
+    MissingDataError,
     NoSuchTableError,
     NotAnAcidTableError,
     NotEnoughHistoryError,
@@ -90,4 +91,5 @@ __all__ = [
     "vacuum",
     "run_initiator",
     "SnapshotFilesRemovedError",
+    "MissingDataError",
 ]
