@@ -1,5 +1,7 @@
-"""Fixtures of the transaction store tests: a store in its own SQLite file, on a clock that
-moves only when a test moves it."""
+"""Fixtures of the transaction store tests: a fresh store on each backend (its own SQLite file,
+its own database on the test PostgreSQL server: ``store_url``, tests/servers/postgres.py), on a
+clock that moves only when a test moves it. A test about SQLite itself is marked
+``@sqlite_only``."""
 
 from __future__ import annotations
 
@@ -19,8 +21,8 @@ class FakeClock:
 
 
 @pytest.fixture
-def db_url(tmp_path) -> str:
-    return f"sqlite:///{tmp_path / 'metastore.db'}"
+def db_url(store_url) -> str:
+    return store_url
 
 
 @pytest.fixture
@@ -33,3 +35,4 @@ def ms(db_url, clock):
     store = Metastore(db_url, clock=clock)
     yield store
     store.close()
+

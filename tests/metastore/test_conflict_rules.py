@@ -17,11 +17,10 @@ The row comparison itself and real concurrent processes are in tests/dml/test_co
 from __future__ import annotations
 
 import pickle
-import sqlite3
 
 import pyarrow as pa
 import pytest
-from sqlalchemy import event
+from lossy_connections import LOCKED, commit_error, lossy_commits
 
 from acid_source.errors import ConflictError, InvalidArgumentError
 from acid_source.metastore import OPERATIONS, Metastore
@@ -312,36 +311,30 @@ def test_row_rule_is_for_dml_only(ms, table):
 # ---------------------------------------------------------------------------------------------
 # a commit aborted by the write-id order rule whose answer was lost
 # ---------------------------------------------------------------------------------------------
-class LostAnswer(sqlite3.Connection):
-    """A real SQLite connection whose next COMMIT takes effect, then runs ``then[0]`` (another
-    process acting between the two attempts of one call) and reports "database is locked", so
-    the store runs the call again."""
+class LostAnswer:
+    """A real driver connection (pysqlite, psycopg) whose next COMMIT takes effect, then runs
+    ``then[0]`` (another process acting between the two attempts of one call) and reports lock
+    contention, so the store runs the call again."""
 
     then: list = []
 
-    def commit(self):
+    @staticmethod
+    def on_commit(conn, commit, backend):
         if not LostAnswer.then:
-            return super().commit()
+            return commit()
         step = LostAnswer.then.pop(0)
-        super().commit()
+        commit()
         step()
-        raise sqlite3.OperationalError("database is locked")
+        raise commit_error(backend, LOCKED)
 
 
 @pytest.fixture
 def lossy(ms):
-    engine = ms._get_engine()
-
-    def use_lossy(dialect, conn_rec, cargs, cparams):
-        cparams["factory"] = LostAnswer
-
-    event.listen(engine, "do_connect", use_lossy)
-    engine.dispose()  # pooled connections were made without the factory
     LostAnswer.then = []
+    undo = lossy_commits(ms, LostAnswer.on_commit)
     yield LostAnswer.then
     assert LostAnswer.then == [], "a scripted commit never happened"
-    event.remove(engine, "do_connect", use_lossy)
-    ms.close()
+    undo()
 
 
 def test_a_lost_answer_to_a_write_id_order_abort_raises_it_again(ms, table, lossy):

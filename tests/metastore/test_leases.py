@@ -5,10 +5,10 @@ view (latest snapshot, live leases, the floor that protects readers without a le
 from __future__ import annotations
 
 import multiprocessing
-import sqlite3
 
 import pyarrow as pa
 import pytest
+import sqlalchemy as sa
 
 from acid_source.errors import InvalidArgumentError, InvalidSnapshotError, TableNotRegisteredError
 from acid_source.layout.writeids import ValidTxnList, ValidWriteIdList
@@ -102,9 +102,10 @@ def test_bad_arguments_are_typed_errors(ms, tid):
 
 
 def test_a_store_created_before_leases_existed_gains_the_table(db_url, tmp_path, tid):
-    path = db_url.removeprefix("sqlite:///")
-    with sqlite3.connect(path) as db:
-        db.execute("DROP TABLE acidorc_read_leases")
+    engine = sa.create_engine(db_url)
+    with engine.begin() as db:
+        db.exec_driver_sql("DROP TABLE acidorc_read_leases")
+    engine.dispose()
     store = Metastore.existing(db_url)  # a reader's store: never creates a database, but this table
     lease = store.acquire_lease(tid, *store.snapshot(tid), TTL)
     assert [x.lease_id for x in Metastore(db_url).live_leases(tid)] == [lease.lease_id]

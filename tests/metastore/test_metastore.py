@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+import sqlalchemy as sa
 
 from acid_source.errors import (
     AcidError,
@@ -33,6 +34,7 @@ if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))  # spawned workers import metastore_workers by name
 
 import metastore_workers  # noqa: E402
+from servers.postgres import sqlite_only  # noqa: E402
 
 # layout arguments of create_table are checked by tableinfo.validate_layout (shared with the
 # write options), whose errors are moving from InvalidOptionError to InvalidArgumentError
@@ -94,10 +96,12 @@ def test_passwords_stay_out_of_repr_and_messages():
     assert "tiger" in ms.__getstate__()["url"]  # but a pickled copy can still log in
 
 
-def test_schema_version_newer_than_this_release_is_refused(db_url, tmp_path):
+def test_schema_version_newer_than_this_release_is_refused(db_url):
     Metastore(db_url).open_transaction()
-    with sqlite3.connect(tmp_path / "metastore.db") as con:
-        con.execute("UPDATE acidorc_meta SET value = '99' WHERE name = 'schema_version'")
+    engine = sa.create_engine(db_url)
+    with engine.begin() as con:
+        con.exec_driver_sql("UPDATE acidorc_meta SET value = '99' WHERE name = 'schema_version'")
+    engine.dispose()
     with pytest.raises(MetastoreError, match="schema version 99, newer"):
         Metastore(db_url).open_transaction()
 
@@ -479,7 +483,7 @@ def test_drop_table_is_refused_while_a_writer_is_open(ms, table):
 
 
 # ---------------------------------------------------------------------------------------------
-# locking: BEGIN IMMEDIATE and retries
+# locking: BEGIN IMMEDIATE and retries (SQLite's own locks)
 # ---------------------------------------------------------------------------------------------
 def _try_write_lock(path) -> bool:
     con = sqlite3.connect(path, timeout=0, isolation_level=None)
@@ -494,6 +498,7 @@ def _try_write_lock(path) -> bool:
         con.close()
 
 
+@sqlite_only
 def test_write_transactions_hold_the_write_lock_from_their_start(ms, tmp_path):
     path = tmp_path / "metastore.db"
     ms.valid_txns()  # creates the schema
@@ -503,6 +508,7 @@ def test_write_transactions_hold_the_write_lock_from_their_start(ms, tmp_path):
                    what="probe") == "wal"
 
 
+@sqlite_only
 def test_lock_contention_is_retried_until_the_lock_is_free(db_url, tmp_path):
     Metastore(db_url).valid_txns()
     holder = sqlite3.connect(tmp_path / "metastore.db", isolation_level=None, check_same_thread=False)
@@ -521,6 +527,7 @@ def test_lock_contention_is_retried_until_the_lock_is_free(db_url, tmp_path):
     holder.close()
 
 
+@sqlite_only
 def test_lock_contention_gives_up_after_the_retry_budget(db_url, tmp_path):
     Metastore(db_url).valid_txns()
     holder = sqlite3.connect(tmp_path / "metastore.db", isolation_level=None)

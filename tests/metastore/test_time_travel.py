@@ -58,8 +58,8 @@ def _commit_between_statements(ms, other, txn):
     return lambda: event.remove(engine, "after_cursor_execute", after)
 
 
-def test_snapshot_reads_both_lists_at_one_instant(ms, tid, tmp_path):
-    other = Metastore(tmp_path / "metastore.db")
+def test_snapshot_reads_both_lists_at_one_instant(ms, tid, db_url):
+    other = Metastore(db_url)
     txn, w = _writer(ms, tid)
     stop = _commit_between_statements(ms, other, txn)
     try:

@@ -1,13 +1,12 @@
-"""Transactions on a real SQLite file: calls whose COMMIT took effect although the caller was
-told it failed (a lost answer), per-table expiry, and argument checking."""
+"""Transactions on a real store (a SQLite file, a PostgreSQL database): calls whose COMMIT took
+effect although the caller was told it failed (a lost answer), per-table expiry, and argument
+checking."""
 
 from __future__ import annotations
 
-import sqlite3
-
 import pyarrow as pa
 import pytest
-from sqlalchemy import event
+from lossy_connections import LOCKED, commit_error, lossy_commits
 
 from acid_source.errors import (
     ConflictError,
@@ -19,27 +18,27 @@ from acid_source.errors import (
 from acid_source.metastore import Metastore
 
 SCHEMA = pa.schema([("id", pa.int64()), ("ds", pa.string())])
-LOCKED = "database is locked"
 
 
-class LossyConnection(sqlite3.Connection):
-    """A real SQLite connection whose next commits misbehave as ``script`` says: ``"lost"``
-    commits and then raises ``error`` (the answer to COMMIT is lost), a callable rolls back,
-    runs it, and raises ``error`` (the commit did not happen and someone else acted)."""
+class LossyConnection:
+    """What the next commits of a real driver connection (pysqlite or psycopg) do, as ``script``
+    says: ``"lost"`` commits and then raises ``error`` (the answer to COMMIT is lost), a callable
+    rolls back, runs it, and raises ``error`` (the commit did not happen and someone else acted)."""
 
     script: list = []
     error = LOCKED
 
-    def commit(self):
+    @staticmethod
+    def on_commit(conn, commit, backend):
         step = LossyConnection.script.pop(0) if LossyConnection.script else None
         if step is None:
-            return super().commit()
+            return commit()
         if step == "lost":
-            super().commit()
+            commit()
         else:
-            self.rollback()
+            conn.rollback()
             step()
-        raise sqlite3.OperationalError(LossyConnection.error)
+        raise commit_error(backend, LossyConnection.error)
 
 
 @pytest.fixture
@@ -50,18 +49,11 @@ def table(ms, tmp_path):
 @pytest.fixture
 def lossy(ms):
     """Make ``ms`` connect through LossyConnection from now on; yields the script to fill."""
-    engine = ms._get_engine()
-
-    def use_lossy(dialect, conn_rec, cargs, cparams):
-        cparams["factory"] = LossyConnection
-
-    event.listen(engine, "do_connect", use_lossy)
-    engine.dispose()  # pooled connections were made without the factory
     LossyConnection.script, LossyConnection.error = [], LOCKED
+    undo = lossy_commits(ms, LossyConnection.on_commit)
     yield LossyConnection.script
     assert LossyConnection.script == [], "a scripted commit never happened"
-    event.remove(engine, "do_connect", use_lossy)
-    ms.close()
+    undo()
 
 
 def _writer(ms, table_id) -> int:
@@ -96,12 +88,12 @@ def test_a_lost_answer_to_a_conflict_abort_raises_the_conflict(ms, table, lossy)
     assert ms.txn_state(second) == "aborted"
 
 
-def test_a_commit_done_differently_by_someone_else_is_not_ours(ms, table, lossy, tmp_path):
+def test_a_commit_done_differently_by_someone_else_is_not_ours(ms, table, lossy, db_url):
     """Between two attempts of one call another process committed the same transaction with
     another operation: that is not this call's commit."""
     tid = table.table_id
     txn = _writer(ms, tid)
-    other = Metastore(tmp_path / "metastore.db")
+    other = Metastore(db_url)
     lossy.append(lambda: other.commit(txn, touched={tid: ["ds=1"]}, operation="insert_overwrite"))
     with pytest.raises(TransactionStateError, match="it is committed"):
         ms.commit(txn, touched={tid: ["ds=1"]}, operation="insert")
