@@ -43,6 +43,8 @@ STEPS = (
 PAUSE_STEPS = (
     "dml.before_commit",  # an UPDATE / DELETE / MERGE has its snapshot and its files; not yet committed
     "dml.row_conflicts.before_store",  # a row-level DML checked its rows; its store commit comes next
+    "vacuum.objectstore.marked",  # the cleaner wrote the removal marker into a directory of an object store
+    "vacuum.objectstore.emptied",  # ... and deleted every other object of it; the marker is still there
 )
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import difflib
+import json
 import math
 import os
 import re
@@ -21,6 +22,18 @@ from .orc.codecs import CODECS, DEFAULT_CODEC, canonical_codec
 DEFAULT_MAX_SPLIT_BYTES = 256 * 1024 * 1024
 TABLE_TYPES = ("auto", "full", "insert_only")
 STORAGE_OPTION_PREFIX = "fs."
+#: The option holding fsspec storage options as one JSON object (typed and nested values).
+STORAGE_OPTIONS_JSON = "storageOptions"
+#: Names of storage options that hold credentials (matched on every key of a nested option).
+#: They are refused inside the JSON option: Spark redacts an option in plans and logs by its
+#: name (``spark.redaction.regex``), so a secret must be an option of its own whose name says
+#: so, never part of a JSON value under an innocent name.
+SECRET_OPTION_NAMES = re.compile(
+    r"secret|password|passwd|token|credential|private|signature|sas|(^|[._-])key($|[._-])|access[._-]?key",
+    re.IGNORECASE)
+_STORAGE_JSON_HELP = ("a JSON object of fsspec storage options for typed or nested values, e.g. "
+                      '{"client_kwargs": {"endpoint_url": "http://..."}, "anon": false}; credentials go in '
+                      "fs.<name> options (fs.key, fs.secret), never in here")
 
 READ_OPTIONS = {
     "path": "table location (URL or local path)",
@@ -38,6 +51,7 @@ READ_OPTIONS = {
     "metastoreUrl": "the transaction store (SQLAlchemy URL); default: $ACIDORC_METASTORE_URL or ~/.acidorc",
     "readLeaseSeconds": "how long the cleaner keeps the files a read's snapshot needs, counted from when Spark "
                         "plans the read (default: $ACIDORC_READ_LEASE_SECONDS or 3600; 0 takes no lease)",
+    STORAGE_OPTIONS_JSON: _STORAGE_JSON_HELP,
 }
 
 #: How long a read's lease protects its snapshot's files from the cleaner when the read option
@@ -56,6 +70,7 @@ WRITE_OPTIONS = {
     "tableType": "new table: full (default) | insert_only",
     "compression": "new table: zlib (default) | snappy | zstd | lz4 | uncompressed",
     "tableName": "new table: a name (db.table) to find it by",
+    STORAGE_OPTIONS_JSON: _STORAGE_JSON_HELP,
 }
 #: write options that only matter when the write creates the table
 CREATE_OPTIONS = ("partitionColumns", "bucketColumns", "numBuckets", "tableType", "compression", "tableName")
@@ -154,8 +169,113 @@ def _choice(opts: dict, name: str, choices: tuple[str, ...], default: str) -> st
 
 
 def _storage_options(opts: dict) -> tuple:
-    return tuple(sorted((k[len(STORAGE_OPTION_PREFIX):], v) for k, v in opts.items()
-                        if k.lower().startswith(STORAGE_OPTION_PREFIX)))
+    return storage_options_from(opts)
+
+
+def storage_options_from(options: Mapping[str, str]) -> tuple:
+    """The fsspec storage options in Spark-style string options, as sorted ``(key, value)``
+    pairs (the form :class:`~acid_source.storage.Storage` takes).
+
+    * ``fs.<name>`` = a string value, e.g. ``fs.key``, ``fs.secret``, ``fs.anon``;
+    * ``fs.<name>.<name>...`` = a string value inside nested dicts:
+      ``fs.client_kwargs.endpoint_url=http://host:9000`` gives
+      ``{"client_kwargs": {"endpoint_url": "http://host:9000"}}``;
+    * ``storageOptions`` = a JSON object merged with them, for values that are not strings
+      (``{"anon": false}``) or whole nested dicts. Credentials are refused in it (see
+      :data:`SECRET_OPTION_NAMES`): Spark redacts options by name, not inside a JSON value.
+
+    The same setting given twice (``fs.client_kwargs`` and ``fs.client_kwargs.region_name``,
+    or a key in both forms) is an error naming the options.
+    """
+    by_lower = {str(k).lower(): k for k in options}
+    tree: dict = {}
+    origin: dict[tuple[str, ...], str] = {}  # a path in ``tree`` -> the option that set it
+    json_key = by_lower.get(STORAGE_OPTIONS_JSON.lower())
+    if json_key is not None:
+        for path, value in _leaves(_storage_json(options[json_key]), ()):
+            _place(tree, origin, path, value, STORAGE_OPTIONS_JSON)
+    for key in sorted(str(k) for k in options):
+        if not key.lower().startswith(STORAGE_OPTION_PREFIX):
+            continue
+        path = tuple(key[len(STORAGE_OPTION_PREFIX):].split("."))
+        if not all(part.strip() for part in path):
+            raise InvalidOptionError(key, "expected fs.<name> or fs.<name>.<name>... (e.g. fs.key, "
+                                          "fs.client_kwargs.endpoint_url), with no empty names")
+        _place(tree, origin, path, options[key], key)
+    return tuple(sorted(tree.items()))
+
+
+def _storage_json(text) -> dict:
+    try:
+        value = json.loads(str(text))
+    except ValueError as exc:  # the text itself is not echoed: it may hold a secret
+        raise InvalidOptionError(STORAGE_OPTIONS_JSON, f"is not valid JSON ({exc.__class__.__name__} at "
+                                                       f"character {getattr(exc, 'pos', '?')}); expected "
+                                                       f"{_STORAGE_JSON_HELP}") from None
+    if not isinstance(value, dict):
+        raise InvalidOptionError(STORAGE_OPTIONS_JSON, f"expected {_STORAGE_JSON_HELP}; got a JSON "
+                                                       f"{type(value).__name__}")
+    return value
+
+
+def _leaves(value: dict, path: tuple[str, ...]):
+    """(path, value) for every non-dict value of a nested dict; secrets refused."""
+    if not value and path:
+        yield path, {}
+    for key, inner in value.items():
+        here = path + (str(key),)
+        if SECRET_OPTION_NAMES.search(str(key)):
+            raise InvalidOptionError(
+                STORAGE_OPTIONS_JSON, f"holds the credential {'.'.join(here)!r}: Spark would show it in plans and "
+                                      "logs (it redacts options by name, not inside JSON); give it as the option "
+                                      f"fs.{'.'.join(here)} instead")
+        if isinstance(inner, dict):
+            yield from _leaves(inner, here)
+        else:
+            yield here, inner
+
+
+def _place(tree: dict, origin: dict, path: tuple[str, ...], value, option: str) -> None:
+    node = tree
+    for depth, part in enumerate(path):
+        prefix = path[:depth + 1]
+        if prefix in origin and (depth < len(path) - 1 or not isinstance(node.get(part), dict)):
+            raise InvalidOptionError(option, f"sets {'.'.join(path)!r}, which option {origin[prefix]!r} "
+                                             "sets already")
+        if depth == len(path) - 1:
+            if isinstance(node.get(part), dict) and node[part]:
+                raise InvalidOptionError(option, f"sets {'.'.join(path)!r}, whose settings other options give")
+            node[part] = value
+            origin[prefix] = option
+        else:
+            node = node.setdefault(part, {})
+
+
+def spark_storage_options(pairs) -> dict[str, str]:
+    """The inverse of :func:`storage_options_from`: Spark string options for fsspec storage
+    options given in Python (``AcidTable(storageOptions=...)`` handing a read to Spark).
+    Strings become ``fs.`` options (nested ones ``fs.a.b``); other values go in the
+    ``storageOptions`` JSON, so they keep their type."""
+    flat: dict[str, str] = {}
+    typed: dict = {}
+
+    def walk(path: tuple[str, ...], value) -> None:
+        if isinstance(value, Mapping) and value:
+            for k, v in value.items():
+                walk(path + (str(k),), v)
+        elif isinstance(value, str):
+            flat[STORAGE_OPTION_PREFIX + ".".join(path)] = value
+        else:  # kept typed in the JSON option
+            node = typed
+            for part in path[:-1]:
+                node = node.setdefault(part, {})
+            node[path[-1]] = dict(value) if isinstance(value, Mapping) else value
+
+    for key, value in pairs:
+        walk((str(key),), value)
+    if typed:
+        flat[STORAGE_OPTIONS_JSON] = json.dumps(typed, sort_keys=True)
+    return flat
 
 
 @dataclass(frozen=True)

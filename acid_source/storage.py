@@ -7,8 +7,11 @@ pickled into input partitions and re-created on executors without any live clien
 from __future__ import annotations
 
 import io
+import json
 import os
 import shutil
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -16,7 +19,13 @@ import fsspec
 import pyarrow as pa
 from fsspec.implementations.local import LocalFileSystem
 
-from .errors import CorruptFileError, UnsafePathError
+from .errors import AcidError, CorruptFileError, InvalidArgumentError, StorageError, UnsafePathError
+
+#: The object at a table's root that says "a table lives here". Object stores have no empty
+#: directories, so a table created empty would not exist on storage at all; this small object
+#: (a hidden name: Hive, Trino and Spark skip names starting with ``_``) makes its root exist.
+TABLE_MARKER = "_acidorc_table"
+TABLE_MARKER_FORMAT = 1
 
 
 @dataclass(frozen=True)
@@ -38,6 +47,22 @@ def uncached(options: dict) -> dict:
     return {**options, "skip_instance_cache": True, "use_listings_cache": False}
 
 
+def option_pairs(options: Mapping | Iterable | None, argument: str = "storage_options") -> tuple:
+    """fsspec storage options (a dict, or ``(key, value)`` pairs) as the sorted pairs a
+    :class:`Storage` keeps. Values stay as given (a nested dict such as ``client_kwargs`` too)."""
+    if options is None:
+        return ()
+    try:
+        pairs = list(options.items()) if isinstance(options, Mapping) else [tuple(p) for p in options]
+    except (TypeError, ValueError):
+        raise InvalidArgumentError(argument, f"expected a dict of fsspec storage options, got {options!r}") from None
+    for pair in pairs:
+        if len(pair) != 2 or not isinstance(pair[0], str) or not pair[0]:
+            raise InvalidArgumentError(argument, f"expected a dict of fsspec storage options with string keys, "
+                                                 f"got the entry {pair!r}")
+    return tuple(sorted(pairs, key=lambda p: p[0]))
+
+
 @dataclass(frozen=True)
 class Storage:
     """The file system behind one table root."""
@@ -47,7 +72,13 @@ class Storage:
 
     @cached_property
     def _fs_and_root(self):
-        fs, root = fsspec.core.url_to_fs(self.url, **uncached(dict(self.options)))
+        try:
+            fs, root = fsspec.core.url_to_fs(self.url, **uncached(dict(self.options)))
+        except ImportError as exc:  # fsspec's "Install s3fs to access S3"
+            raise StorageError(self.url, f"no file system for this URL: {exc} (for s3:// install acidorc[s3])"
+                               ) from exc
+        except (ValueError, TypeError) as exc:  # an unknown protocol, a storage option the file system refuses
+            raise StorageError(self.url, f"cannot open its file system: {type(exc).__name__}: {exc}") from exc
         return fs, root.rstrip("/") or "/"
 
     def __getstate__(self):  # never pickle the live filesystem
@@ -73,6 +104,85 @@ class Storage:
     def is_local(self) -> bool:
         return isinstance(self.fs, LocalFileSystem)
 
+    @property
+    def scheme(self) -> str | None:
+        """The URL scheme of the table (``s3``), None for a local path."""
+        if "://" not in self.url:
+            return None
+        scheme = self.url.split("://", 1)[0].lower()
+        return None if scheme in ("file", "local") else scheme
+
+    def display(self, path: str | None = None) -> str:
+        """``path`` (a file-system-native path, as listings give: ``bucket/warehouse/t/...``)
+        as a URL for messages (``s3://bucket/warehouse/t/...``); the table root without one.
+        Local paths stay paths. Every error about a path in storage names it this way."""
+        if path is None:
+            return self.url
+        scheme = self.scheme
+        if scheme is None or "://" in path:
+            return path
+        return f"{scheme}://{path.lstrip('/')}"
+
+    @contextmanager
+    def failures(self, doing: str, path: str | None = None) -> Iterator[None]:
+        """Turn any failure of the file system (a botocore ``NoCredentialsError``, an access
+        denied, a vanished bucket) into a :class:`StorageError` naming the URL and ``doing``."""
+        try:
+            yield
+        except AcidError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - whatever the fsspec implementation raises
+            raise StorageError(self.display(path), f"{doing} failed: {type(exc).__name__}: {exc}") from exc
+
+    @property
+    def marker_path(self) -> str:
+        return self.join(self.root, TABLE_MARKER)
+
+    def write_marker(self) -> bool:
+        """Make the table root exist; True if this call created something there. A local
+        root is a directory (created if missing). Elsewhere the table marker is written (unless
+        one is there): object stores have no directories, and never a bucket is created (a
+        missing bucket is an error). Any failure is a StorageError naming the URL."""
+        with self.failures("writing the table marker " + TABLE_MARKER, self.marker_path):
+            if self.is_local:
+                existed = self.fs.exists(self.root)
+                self.make_dirs(self.root)
+                return not existed
+            if self.fs.exists(self.marker_path):
+                return False
+            body = {"format": "acidorc table", "formatVersion": TABLE_MARKER_FORMAT, "location": self.display()}
+            with self.fs.open(self.marker_path, "wb") as f:
+                f.write(json.dumps(body, sort_keys=True).encode())
+            return True
+
+    def objects_under(self, path: str) -> list[str]:
+        """Every file below ``path`` (recursively), without the folder object (``path/``) some
+        object store servers keep for a prefix."""
+        itself = path.rstrip("/")
+        try:
+            found = self.fs.find(itself, withdirs=False)
+        except FileNotFoundError:
+            return []
+        return [p.rstrip("/") for p in found if p.rstrip("/") != itself]
+
+    def remove_folders(self, path: str) -> None:
+        """Remove what stands for the directory ``path`` and those below it once their files
+        are gone: on an object store, the folder objects some servers (SeaweedFS, MinIO) keep
+        for emptied prefixes, deepest first; on a local disk, the empty directories."""
+        fs, itself = self.fs, path.rstrip("/")
+        folders, todo = [], [itself]
+        while todo:
+            folder = todo.pop()
+            folders.append(folder)
+            try:
+                todo += [e["name"].rstrip("/") for e in fs.ls(folder, detail=True)
+                         if e.get("type") == "directory" and e["name"].rstrip("/") != folder]
+            except FileNotFoundError:
+                continue
+        for folder in sorted(folders, key=len, reverse=True):
+            if fs.exists(folder):
+                fs.rm(folder, recursive=True)
+
     def join(self, directory: str, name: str) -> str:
         return f"{directory.rstrip('/')}/{name}"
 
@@ -84,8 +194,11 @@ class Storage:
 
     def list_dir(self, path: str) -> list[FileEntry]:
         entries = []
+        itself = path.rstrip("/")
         for info in self.fs.ls(path, detail=True):
             full = info["name"].rstrip("/")
+            if full == itself:
+                continue  # an object store's folder object ("dir/") standing for the directory itself
             name = full.rsplit("/", 1)[-1]
             is_dir = info.get("type") == "directory"
             if info.get("islink") and self.is_local:

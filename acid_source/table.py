@@ -15,11 +15,12 @@ import pyarrow as pa
 
 from .errors import InvalidArgumentError, InvalidOptionError, SchemaError, TableNotRegisteredError
 from .metastore.tableinfo import TABLE_NAME, normalize_location
-from .options import WriteOptions, parse_timestamp, parse_version
+from .options import WriteOptions, parse_timestamp, parse_version, spark_storage_options
 from .resolve import open_store, resolve_table
 from .scan.planner import TableScan
 from .scan.reader import read_split
 from .scan.resolved import ResolvedTable, SnapshotSpec
+from .storage import option_pairs
 from .write.task import TaskWriter
 from .writes import begin_write
 
@@ -40,7 +41,7 @@ class AcidTable:
 
         self._location = location
         self._metastore_url = metastoreUrl
-        self._storage_options = tuple(sorted((storageOptions or {}).items()))
+        self._storage_options = option_pairs(storageOptions, "storageOptions")
         self._conflict = conflict_mode(conflictDetection)
         self._spark = spark
         self._alias: str | None = None
@@ -175,8 +176,7 @@ class AcidTable:
         options: dict[str, str] = {"path": self.location}
         if self._metastore_url is not None:
             options["metastoreUrl"] = self._metastore_url
-        for key, value in self._storage_options:
-            options[f"fs.{key}"] = str(value)
+        options.update(spark_storage_options(self._storage_options))
         if partition is not None:
             options["partition"] = _partition_spec(partition)
         resolved = self._refresh()
@@ -308,8 +308,8 @@ class AcidTable:
         url = url_for_workers(self._metastore_url)
         if url is not None:
             reader = reader.option("metastoreUrl", url)
-        for key, value in self._storage_options:
-            reader = reader.option(f"fs.{key}", str(value))
+        for key, value in spark_storage_options(self._storage_options).items():
+            reader = reader.option(key, value)
         df = reader.load(self.location)
         return df.alias(self._alias) if self._alias else df
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from ..errors import NotAnAcidTableError, SchemaError, TableNotFoundError
+from ..errors import NotAnAcidTableError, SchemaError, SnapshotFilesRemovedError, TableNotFoundError
 from ..storage import FileEntry, Storage
 from .acid_state import AcidState, get_acid_state
 from .names import ACID_VERSION_FILE, is_flush_length_file, is_hidden, parse_dir_name
@@ -16,6 +16,21 @@ from .partitions import parse_partition_segment
 
 FULL_ACID = "full"
 INSERT_ONLY = "insert_only"
+#: The object the cleaner writes into a directory before it deletes the directory's files one
+#: by one (object stores cannot rename a directory aside atomically). It goes last, so any
+#: listing of a partly deleted directory holds it: a reader that finds it in a directory its
+#: snapshot needs stops with SnapshotFilesRemovedError instead of reading what is left.
+REMOVING_MARKER = "_acidorc_removing"
+
+
+def check_not_removing(storage: Storage, directory: str, entries: list[FileEntry]) -> None:
+    """Refuse the listing of an ACID directory a snapshot reads when it shows the cleaner is
+    deleting it: its :data:`REMOVING_MARKER` is there, or - on an object store - nothing is
+    left (object stores have no empty directories: every directory acidorc writes holds
+    ``_orc_acid_version``, and one that lists empty is what a deletion left, e.g. a folder
+    object some servers keep)."""
+    if any(e.name == REMOVING_MARKER for e in entries) or (not entries and not storage.is_local):
+        raise SnapshotFilesRemovedError(storage.display(directory))
 
 
 @dataclass(frozen=True)
@@ -40,10 +55,16 @@ class TableLayout:
 def discover_layout(storage: Storage) -> TableLayout:
     """List partition directories (``k=v`` nesting) below the table root."""
     root = storage.root
-    if not storage.exists(root):
-        raise TableNotFoundError(storage.url)
-    if not storage.is_dir(root):
-        raise NotAnAcidTableError(storage.url, "it is a file, not a table directory")
+    # Object stores have no empty directories: a table created empty exists by its marker
+    # object (storage.TABLE_MARKER), which makes the root exist and list as a directory.
+    with storage.failures("looking for the table"):
+        found, is_dir = storage.exists(root), False
+        if found:
+            is_dir = storage.is_dir(root)
+    if not found:
+        raise TableNotFoundError(storage.display())
+    if not is_dir:
+        raise NotAnAcidTableError(storage.display(), "it is a file, not a table directory")
 
     columns: list[str] | None = None
     partitions: list[PartitionDir] = []
@@ -71,11 +92,15 @@ def discover_layout(storage: Storage) -> TableLayout:
             columns = list(names)
         elif [c.lower() for c in columns] != [n.lower() for n in names]:
             raise NotAnAcidTableError(
-                storage.url, f"inconsistent partition directories: {path} does not follow {'/'.join(columns)}"
-            )
+                storage.display(), f"inconsistent partition directories: {storage.display(path)} does not follow "
+                                   f"{'/'.join(columns)}")
         listings[path] = entries
         partitions.append(PartitionDir(path, values))
 
+    if not storage.is_local and not storage.list_dir(root):
+        # what an object store server may keep of a deleted prefix (a folder object): a table
+        # has at least its marker, so nothing is there
+        raise TableNotFoundError(storage.display())
     walk(root, (), ())
     return TableLayout(storage, columns or [], partitions, listings)
 
@@ -89,11 +114,14 @@ def has_acid_layout(layout: TableLayout) -> bool:
 
 
 def data_files(storage: Storage, directory: str) -> list[FileEntry]:
-    """Data files directly inside an ACID directory (no hidden files, no side files)."""
-    return [
-        e for e in storage.list_dir(directory)
-        if not e.is_dir and not is_hidden(e.name) and not is_flush_length_file(e.name)
-    ]
+    """Data files directly inside an ACID directory (no hidden files, no side files). A
+    directory the cleaner is deleting is a SnapshotFilesRemovedError."""
+    try:
+        entries = storage.list_dir(directory)
+    except FileNotFoundError:
+        raise SnapshotFilesRemovedError(storage.display(directory)) from None
+    check_not_removing(storage, directory, entries)
+    return [e for e in entries if not e.is_dir and not is_hidden(e.name) and not is_flush_length_file(e.name)]
 
 
 def infer_partition_type(values: list[str | None]) -> pa.DataType:

@@ -19,12 +19,44 @@ base holds their rows (Hive's ``obsolete``) - and what aborted transactions left
 A run first aborts the transactions whose driver stopped heartbeating (10 minutes), as
 ``clean_aborted_writes`` does: what they wrote then goes like any aborted directory.
 
-Removal is safe to run concurrently with readers, writers, compactions and other cleaners: a
-directory is first renamed to a hidden name in the same directory (atomic on local and HDFS-like
-file systems, so a reader lists it whole or not at all), then deleted; a directory another
-cleaner removed first is skipped; what a crashed cleaner left under a hidden name is removed by
-the next run. A reader whose files are gone gets
-:class:`~acid_source.errors.SnapshotFilesRemovedError`, never fewer rows.
+Removal is safe to run concurrently with readers, writers, compactions and other cleaners; a
+directory another cleaner removed first is skipped, and what a crashed cleaner left is removed
+by the next run. A reader whose files are gone gets
+:class:`~acid_source.errors.SnapshotFilesRemovedError`, never fewer rows. How a directory goes
+depends on the storage:
+
+* local (and other file systems with an atomic rename): it is first renamed to a hidden name in
+  the same directory, so a reader lists it whole or not at all, then deleted;
+* object stores (S3 and the like: no rename of a directory, and a "directory" is only the
+  common prefix of its objects, deleted one by one) in this order:
+
+  1. the removal marker ``_acidorc_removing`` (``layout.table_dirs.REMOVING_MARKER``) is
+     written into the directory;
+  2. every other object of the directory is deleted (data files and ``_orc_acid_version``);
+  3. the marker, then whatever still stands for the directory (a folder object some servers
+     keep) is deleted.
+
+  At every moment between 1 and the end, a listing of the directory either holds the marker or
+  holds nothing at all, and a reader refuses both for a directory its snapshot reads
+  (``table_dirs.check_not_removing``, called wherever a reader lists an ACID directory). A
+  listing taken before 1 is complete; a file of it deleted later fails to open, which is
+  SnapshotFilesRemovedError too. So no reader turns a half-deleted directory into rows.
+
+Why a reader the rules protect never even meets such a directory (the argument the order above
+backs up for readers outside the rules): the cleaner removes a directory only when it is
+obsolete or aborted under the latest snapshot *and* under the floor (the oldest snapshot taken
+less than ``retention_seconds`` ago or held by an open transaction), and no live lease's
+snapshot reads it. A directory is obsolete under a snapshot when a base or compacted delta that
+snapshot sees covers it; a later snapshot sees every compaction output the earlier one saw, so
+a directory obsolete under the floor and the latest is obsolete under every snapshot between
+them, and a reader of such a snapshot does not select it - what it selects is decided by the
+names of the other directories, which the removal does not touch. Aborted directories are read
+by no snapshot. Readers protected by the rules are therefore those that hold a lease, took their
+snapshot within ``retention_seconds``, or belong to an open transaction; a reader outside them
+(a lease that lapsed, ``readLeaseSeconds=0`` and a read planned more than ``retention_seconds``
+after its snapshot, ``AcidTable.scan()`` iterated long after it was created) is the one the
+marker order above exists for. ``tests/objectstore/test_s3_vacuum.py`` holds a removal after
+each step (pause points ``vacuum.objectstore.marked`` / ``.emptied``) and reads the table there.
 """
 
 from __future__ import annotations
@@ -37,13 +69,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from ..errors import AcidError, InvalidArgumentError, NotEnoughHistoryError, StorageError
+from ..faults import pause_point
 from ..layout.acid_state import AcidState, get_acid_state
 from ..layout.names import parse_dir_name
-from ..layout.table_dirs import discover_layout
+from ..layout.table_dirs import REMOVING_MARKER, discover_layout
 from ..metastore import Metastore
 from ..metastore.leases import CleanerView
 from ..options import parse_bool, parse_seconds
-from ..storage import FileEntry, Storage
+from ..storage import FileEntry, Storage, option_pairs
 from ..write.cleanup import remove_empty_parents
 from .aborted import DEFAULT_EXPIRY_SECONDS
 
@@ -118,7 +151,7 @@ def vacuum(location: str | os.PathLike, *, dry_run: bool = False, metastore_url:
             remove_empty_parents(storage, path)
     return {
         "dryRun": dry_run,
-        "removedPaths": removed,
+        "removedPaths": [storage.display(p) for p in removed],
         "numRemovedPaths": len(removed),
         "removedBytes": size,
         "numKeptForLeases": plan.kept_for_leases,
@@ -235,11 +268,8 @@ def _remove(storage: Storage, entry: FileEntry) -> bool:
     was gone already."""
     storage.check_inside_root(entry.path)
     if not storage.is_local:
-        try:
-            storage.fs.rm(entry.path, recursive=entry.is_dir)
-        except FileNotFoundError:
-            return False
-        return True
+        with storage.failures("removing an obsolete directory", entry.path):
+            return _remove_objects(storage, entry)
     if not entry.is_dir:
         try:
             os.unlink(entry.path)
@@ -264,6 +294,35 @@ def _remove(storage: Storage, entry: FileEntry) -> bool:
     return True
 
 
+def _remove_objects(storage: Storage, entry: FileEntry) -> bool:
+    """Remove a directory (or an original file) of an object store in the order the module
+    docstring proves safe; False when nothing was there any more."""
+    fs = storage.fs
+    path = entry.path.rstrip("/")
+    if not entry.is_dir:
+        if not fs.exists(path):
+            return False
+        fs.rm_file(path)
+        return True
+    marker = storage.join(path, REMOVING_MARKER)
+    objects = [p for p in storage.objects_under(path) if p != marker]
+    if not objects and not fs.exists(path):
+        return False  # another cleaner removed it first
+    fs.pipe_file(marker, b"")  # 1. from now on every listing of it shows the marker
+    pause_point("vacuum.objectstore.marked")
+    if objects:
+        fs.rm(objects)  # 2. data files and _orc_acid_version, in any order
+    pause_point("vacuum.objectstore.emptied")
+    try:
+        fs.rm_file(marker)  # 3. the marker, then a folder object the server may keep
+    except FileNotFoundError:
+        pass
+    storage.remove_folders(path)
+    if fs.exists(path):
+        raise StorageError(storage.display(path), "was emptied but still lists; the next vacuum tries again")
+    return True
+
+
 # --- arguments ------------------------------------------------------------------------------------
 def _flag(value, name: str) -> bool:
     if not isinstance(value, bool):
@@ -281,6 +340,4 @@ def _seconds(value, name: str) -> float:
 
 
 def _storage_options(options) -> tuple:
-    if isinstance(options, Mapping):
-        return tuple(sorted(options.items()))
-    return tuple(sorted(tuple(pair) for pair in options))
+    return option_pairs(options)

@@ -14,7 +14,14 @@ from ..errors import CorruptFileError, InvalidOptionError, SchemaError, Snapshot
 from ..filters import Predicate, partition_matches
 from ..layout.acid_state import AcidDir
 from ..layout.names import FLUSH_LENGTH_SUFFIX, is_flush_length_file, is_hidden, parse_bucket_file
-from ..layout.table_dirs import FULL_ACID, INSERT_ONLY, TableLayout, acid_state_for, convert_partition_value
+from ..layout.table_dirs import (
+    FULL_ACID,
+    INSERT_ONLY,
+    TableLayout,
+    acid_state_for,
+    check_not_removing,
+    convert_partition_value,
+)
 from ..layout.writeids import ValidTxnList, ValidWriteIdList
 from ..orc.files import OrcFile, read_flush_length
 from ..storage import FileEntry, Storage
@@ -175,7 +182,8 @@ class TableScan:
         try:
             entries = self.storage.list_dir(acid_dir.path)
         except FileNotFoundError:  # listed with the table, removed by the cleaner since
-            raise SnapshotFilesRemovedError(acid_dir.path) from None
+            raise SnapshotFilesRemovedError(self.storage.display(acid_dir.path)) from None
+        check_not_removing(self.storage, acid_dir.path, entries)  # being deleted file by file (object stores)
         names = {e.name for e in entries}
         streaming = p.kind == "delta" and p.min_write_id != p.max_write_id and p.visibility_txn_id == 0
         slices = []

@@ -38,6 +38,7 @@ from ..dml.events import (
 from ..dml.execution import DmlTarget, run_dml
 from ..errors import InvalidArgumentError, MergeCardinalityError, SchemaError
 from ..metastore.engine import url_for_workers
+from ..options import spark_storage_options
 from ..scan.resolved import ResolvedTable
 from ..scan.splits import ROW_ID_COLUMN as READ_ROW_ID
 from .compaction import spark_task_runner
@@ -125,8 +126,8 @@ def target_frame(spark, resolved: ResolvedTable, target: DmlTarget, columns: lis
         reader = reader.option("metastoreUrl", url)
     if row_filter is not None:
         reader = reader.option("rowFilter", row_filter)
-    for key, value in target.storage_options:
-        reader = reader.option(f"fs.{key}", str(value))
+    for key, value in spark_storage_options(target.storage_options).items():
+        reader = reader.option(key, value)
     return reader.load(resolved.location).withColumnRenamed(READ_ROW_ID, ROW_ID_COLUMN)
 
 

@@ -36,6 +36,7 @@ from ..dml.sql_statements import (
 )
 from ..errors import InvalidArgumentError, TableNotRegisteredError, UnsupportedOperationError
 from ..metastore.engine import url_for_workers
+from ..options import storage_options_from
 from ..resolve import open_store
 from .datasource import SOURCE_NAME
 
@@ -206,7 +207,7 @@ def _from_plan(plan, ref: TableRef, metastore_url: str | None, operation: str) -
     if url is not None and metastore_url is not None and url.strip() != metastore_url.strip():
         raise InvalidArgumentError("metastoreUrl", f"{metastore_url!r} differs from the store {url!r} that the view "
                                                    f"{ref.name} reads its table with")
-    storage = {k[len("fs."):]: v for k, v in options.items() if k.lower().startswith("fs.")}
+    storage = dict(storage_options_from(options))
     return _Target(path=path, metastore_url=url if url is not None else metastore_url, storage_options=storage)
 
 
