@@ -95,7 +95,8 @@ def complete_listing(store, info, layout: TableLayout, write_ids: ValidWriteIdLi
         return layout, []
     log.warning("the listing of %s lacks committed write ids (%s); listing it again without caches",
                 layout.storage.url, describe(gaps))
-    fresh = discover_layout(Storage(layout.storage.url, layout.storage.options))
+    fresh = discover_layout(Storage(layout.storage.url, layout.storage.options + (("skip_instance_cache", True),)))
+    fresh.storage = layout.storage  # the reads themselves go through the process's usual instance
     return fresh, find_gaps(store, info, fresh, write_ids, txns)
 
 
