@@ -58,8 +58,8 @@ def workers(pool):
 class Table:
     """A partitioned (``p``), bucketed (``id``, 2 buckets) table and its model id -> (v, p)."""
 
-    def __init__(self, tmp_path: Path):
-        self.url = f"sqlite:///{tmp_path / 'store.db'}"
+    def __init__(self, tmp_path: Path, url: str):
+        self.url = url  # a fresh store of the test's backend (``store_url``: SQLite, PostgreSQL)
         self.location = create_table(str(tmp_path / "t"), SCHEMA, partition_columns=["p"], bucket_columns=["id"],
                                      num_buckets=2, metastore_url=self.url).location
         self.handle = AcidTable.load(self.location, metastoreUrl=self.url)
@@ -113,9 +113,9 @@ def write_id_dirs(write_ids: range) -> set[str]:
 # ---------------------------------------------------------------------------------------------
 # a reader through compaction and vacuum
 # ---------------------------------------------------------------------------------------------
-def test_a_reader_reads_its_snapshot_to_the_end_through_compactions_and_vacuums(tmp_path, workers):
+def test_a_reader_reads_its_snapshot_to_the_end_through_compactions_and_vacuums(tmp_path, store_url, workers):
     w, _ = workers
-    t = Table(tmp_path)
+    t = Table(tmp_path, store_url)
     four_writes(t)
     snapshot_rows = t.rows()
     assert t.dirs() == {p: write_id_dirs(range(1, 5)) for p in PARTS}
@@ -192,9 +192,9 @@ def apply(model: dict, job: str) -> dict:
 
 
 @pytest.mark.parametrize("job", list(MEANWHILE))
-def test_a_commit_while_a_compaction_is_held_before_its_commit(tmp_path, workers, job):
+def test_a_commit_while_a_compaction_is_held_before_its_commit(tmp_path, store_url, workers, job):
     compactor, writer = workers
-    t = Table(tmp_path)
+    t = Table(tmp_path, store_url)
     four_writes(t)
     before = t.read()
     compactor.send("compact", location=t.location, url=t.url, kind="major", hold=True)
@@ -237,11 +237,11 @@ def test_a_commit_while_a_compaction_is_held_before_its_commit(tmp_path, workers
     assert t.read() == after
 
 
-def test_an_update_held_before_its_commit_while_a_compaction_and_a_vacuum_commit(tmp_path, workers):
+def test_an_update_held_before_its_commit_while_a_compaction_and_a_vacuum_commit(tmp_path, store_url, workers):
     """The UPDATE took its snapshot and wrote its delete events (ROW__IDs of writes 1-3) before
     the compaction started; they still find their rows in the compaction's base."""
     dml_worker, compactor = workers
-    t = Table(tmp_path)
+    t = Table(tmp_path, store_url)
     four_writes(t)
     before = t.read()
     with PauseGate(tmp_path / "gate", "dml.before_commit") as gate:

@@ -84,10 +84,11 @@ def run_workers(location: str, url: str, seconds: float) -> dict:
     return reports
 
 
-def test_readers_never_see_a_partial_transaction(tmp_path):
+def test_readers_never_see_a_partial_transaction(tmp_path, store_url):
+    """On each store backend (``store_url``: SQLite, PostgreSQL)."""
     seconds = stress_seconds()
     location = str(tmp_path / "table")
-    url = f"sqlite:///{tmp_path}/store.db"
+    url = store_url
     info = create_table(location, rw_workers.SCHEMA, partition_columns=["part"], metastore_url=url)
 
     reports = run_workers(location, url, seconds)
@@ -143,11 +144,11 @@ class ListingHookFS(LocalFileSystem):
         return listing
 
 
-def test_a_commit_during_the_listing_is_not_seen_in_part(tmp_path):
+def test_a_commit_during_the_listing_is_not_seen_in_part(tmp_path, store_url):
     fsspec.register_implementation("listhook", ListingHookFS, clobber=True)
     root = str(tmp_path / "table")
     location = f"listhook://{root}"
-    url = f"sqlite:///{tmp_path}/store.db"
+    url = store_url
     create_table(location, rw_workers.SCHEMA, partition_columns=["part"], metastore_url=url)
 
     def rows(tag: str, part: str, n: int) -> pa.RecordBatch:

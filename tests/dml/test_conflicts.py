@@ -29,6 +29,7 @@ import conflict_workers
 import pyarrow as pa
 import pytest
 from process_workers import WAIT, Pool, Worker
+from servers.postgres import BACKENDS
 
 from acid_source import create_table
 from acid_source.errors import ConflictError
@@ -100,8 +101,16 @@ def pool():
 
 
 @pytest.fixture(scope="module")
-def store_url(tmp_path_factory) -> str:
-    return f"sqlite:///{tmp_path_factory.mktemp('conflicts') / 'store.db'}"
+def store_url(request, tmp_path_factory):
+    """One store per backend for the module: a SQLite file, a store on the PostgreSQL server
+    (parameters: :func:`pytest_generate_tests`)."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path_factory.mktemp('conflicts') / 'store.db'}"
+        return
+    server = request.getfixturevalue("postgres_server")
+    url = server.create_store()
+    yield url
+    server.drop_store(url)
 
 
 @pytest.fixture
@@ -176,10 +185,25 @@ def l_step(later: str) -> str:
 # ---------------------------------------------------------------------------------------------
 # the table, cell by cell
 # ---------------------------------------------------------------------------------------------
-CELLS = [pytest.param(e, later, m, id=f"{m}-{e}-then-{later}") for m in MODES for e in OPS for later in OPS]
+CELLS = [(e, later, m) for m in MODES for e in OPS for later in OPS]
+#: The cells run with the store on PostgreSQL too: the row mode's, which use every store call the
+#: object mode's do (the object rule for overwrites, compactions and the write-id order) and the
+#: row rule's besides. The object mode's conflict decisions run on PostgreSQL in
+#: tests/metastore (test_object_rule_table), and everything here runs on SQLite.
+PG_CELLS = [cell for cell in CELLS if cell[2] == "row"]
 
 
-@pytest.mark.parametrize("earlier, later, mode", CELLS)
+def pytest_generate_tests(metafunc):
+    """Every test on each backend (``store_url``), but test_conflict_table on PostgreSQL only in
+    ``PG_CELLS``."""
+    if metafunc.function.__name__ == "test_conflict_table":
+        params = [pytest.param(*cell, backend, id=f"{backend}-{cell[2]}-{cell[0]}-then-{cell[1]}")
+                  for backend in BACKENDS for cell in CELLS if backend == "sqlite" or cell in PG_CELLS]
+        metafunc.parametrize("earlier, later, mode, store_url", params, indirect=["store_url"], scope="module")
+    elif "store_url" in metafunc.fixturenames:
+        metafunc.parametrize("store_url", BACKENDS, indirect=True, scope="module")
+
+
 def test_conflict_table(tmp_path, store_url, workers, earlier, later, mode):
     """L starts first (it has the older snapshot and the lower write id), E commits, then L."""
     a, b = workers

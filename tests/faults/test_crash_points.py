@@ -51,10 +51,10 @@ def operation_for(step: str) -> str:
 class Table:
     """A partitioned table with committed history, and the test's model of it."""
 
-    def __init__(self, tmp_path: Path):
+    def __init__(self, tmp_path: Path, url: str):
         self.tmp = tmp_path
         self.location = str(tmp_path / "table")
-        self.url = f"sqlite:///{tmp_path}/store.db"
+        self.url = url  # a fresh store: a SQLite file or a PostgreSQL store (``store_url``)
         self.info = create_table(self.location, crash_ops.SCHEMA, partition_columns=["part"],
                                  metastore_url=self.url)
         self.root = Path(self.info.location)
@@ -142,8 +142,9 @@ class Table:
 
 
 @pytest.mark.parametrize("step", STEPS)
-def test_a_process_killed_at_a_crash_point_leaves_the_table_consistent(tmp_path, step):
-    table = Table(tmp_path)
+def test_a_process_killed_at_a_crash_point_leaves_the_table_consistent(tmp_path, store_url, step):
+    """On each store backend (``store_url``: SQLite, PostgreSQL)."""
+    table = Table(tmp_path, store_url)
     operation = operation_for(step)
     before_rows = table.check_reads()
     committed_before = table.committed()
