@@ -40,6 +40,30 @@ _BACKOFF_START = 0.02
 _BACKOFF_MAX = 1.0
 _IN_CHUNK = 500  # bound the number of bind parameters per statement
 
+# Engines of server databases, shared by every store object of this process with the same URL:
+# each AcidTable, read and write makes its own Metastore, and a new engine means a new
+# connection (TCP, authentication, the dialect's first-connect queries). (Each object still
+# checks the schema once.)
+_SHARED: dict[tuple[str, float], sa.Engine] = {}
+_SHARED_PID: list[int] = [os.getpid()]
+_SHARED_LOCK = threading.Lock()
+
+
+def _shared_engine(key: tuple[str, float], make: Callable[[], sa.Engine]) -> sa.Engine:
+    """The process's engine for ``key`` (URL with password, busy timeout), made by ``make`` on
+    first use. A forked child drops its parent's engines
+    without closing their connections, which belong to the parent."""
+    with _SHARED_LOCK:
+        if _SHARED_PID[0] != os.getpid():
+            for inherited in _SHARED.values():
+                inherited.dispose(close=False)
+            _SHARED.clear()
+            _SHARED_PID[0] = os.getpid()
+        engine = _SHARED.get(key)
+        if engine is None:
+            engine = _SHARED[key] = make()
+        return engine
+
 
 def as_id(value, what: str) -> int:
     """An integer id argument (bools and floats are refused, numpy integers accepted)."""
@@ -116,7 +140,8 @@ class StoreBase:
         return _engine.display_url(self._url)
 
     def close(self) -> None:
-        """Close pooled connections (the object stays usable and reconnects on demand)."""
+        """Close pooled connections (the object stays usable and reconnects on demand; on a
+        server database they are the process's pool for this URL, which reconnects too)."""
         with self._lock:
             if self._engine is not None and self._engine_pid == os.getpid():
                 self._engine.dispose()
@@ -160,21 +185,33 @@ class StoreBase:
             if self._engine is None:
                 if not self.create:
                     self._require_existing_file()
-                try:
-                    engine = _engine.create_engine(self._url, busy_timeout=self.busy_timeout)
-                except (sa.exc.SQLAlchemyError, ImportError) as exc:
-                    raise MetastoreError(f"cannot open metastore {self.url}: {exc}", url=self.url) from None
-                try:
-                    if not self._run_on(engine, self._schema_is_current, write=False, what="read the metastore schema"):
+                shared = not _engine.is_sqlite(self._url)
+                if shared:
+                    key = (self._url.render_as_string(hide_password=False), self.busy_timeout)
+                    engine = _shared_engine(key, self._new_engine)
+                else:
+                    # a SQLite engine is cheap, and its own: a store file removed and created
+                    # again must not be written through connections to the old one
+                    engine = self._new_engine()
+                try:  # every store object checks the schema: another process may have changed it
+                    if not self._run_on(engine, self._schema_is_current, write=False,
+                                        what="read the metastore schema"):
                         if not self.create:
                             raise MetastoreNotFoundError(
                                 f"{self.url} holds no acidorc metastore (its tables are missing)", url=self.url)
                         self._run_on(engine, self._create_schema, write=True, what="create the metastore schema")
                 except BaseException:
-                    engine.dispose()
+                    if not shared:
+                        engine.dispose()
                     raise
                 self._engine, self._engine_pid = engine, pid
             return self._engine
+
+    def _new_engine(self) -> sa.Engine:
+        try:
+            return _engine.create_engine(self._url, busy_timeout=self.busy_timeout)
+        except (sa.exc.SQLAlchemyError, ImportError) as exc:
+            raise MetastoreError(f"cannot open metastore {self.url}: {exc}", url=self.url) from None
 
     # --- running database transactions -----------------------------------------------------
     def _run(self, fn, *, write: bool, what: str):
@@ -251,7 +288,10 @@ class StoreBase:
     @staticmethod
     def _next(conn, name: str) -> int:
         """Increment a counter; on server databases the UPDATE also locks it until commit."""
-        conn.execute(update(sequences).where(sequences.c.name == name).values(value=sequences.c.value + 1))
+        stmt = update(sequences).where(sequences.c.name == name).values(value=sequences.c.value + 1)
+        if conn.dialect.update_returning:  # one round trip inside the lock instead of two
+            return conn.execute(stmt.returning(sequences.c.value)).scalar_one()
+        conn.execute(stmt)
         return conn.execute(select(sequences.c.value).where(sequences.c.name == name)).scalar_one()
 
     @staticmethod

@@ -136,7 +136,10 @@ def read_isolation(url: URL) -> str | None:
 def create_engine(url: URL, *, busy_timeout: float) -> Engine:
     """An engine for ``url``; SQLite connections get WAL, a busy timeout and BEGIN IMMEDIATE."""
     if not is_sqlite(url):
-        return sa.create_engine(url, pool_pre_ping=True)
+        # No pool_pre_ping (a round trip before every transaction): a pooled connection the
+        # server dropped fails its first statement, SQLAlchemy invalidates the pool, and the
+        # store runs the whole transaction again on a new connection (is_transient).
+        return sa.create_engine(url)
 
     kwargs: dict = {"connect_args": {"timeout": busy_timeout, "check_same_thread": False}}
     if is_memory(url):

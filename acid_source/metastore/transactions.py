@@ -121,10 +121,14 @@ class TransactionsMixin(StoreBase):
                 txn_write_ids.c.txn_id == txn_id, txn_write_ids.c.table_id == table_id)).scalar()
             if existing is None:
                 self._table_row(conn, table_id, lock=True)
-                conn.execute(update(tables).where(tables.c.table_id == table_id)
-                             .values(write_id_hwm=tables.c.write_id_hwm + 1))
-                existing = conn.execute(select(tables.c.write_id_hwm)
-                                        .where(tables.c.table_id == table_id)).scalar_one()
+                bump = (update(tables).where(tables.c.table_id == table_id)
+                        .values(write_id_hwm=tables.c.write_id_hwm + 1))
+                if conn.dialect.update_returning:
+                    existing = conn.execute(bump.returning(tables.c.write_id_hwm)).scalar_one()
+                else:
+                    conn.execute(bump)
+                    existing = conn.execute(select(tables.c.write_id_hwm)
+                                            .where(tables.c.table_id == table_id)).scalar_one()
                 conn.execute(insert(txn_write_ids).values(txn_id=txn_id, table_id=table_id, write_id=existing))
             conn.execute(update(txns).where(txns.c.txn_id == txn_id).values(last_heartbeat=self.clock()))
             return existing
@@ -198,12 +202,14 @@ class TransactionsMixin(StoreBase):
                 row = self._txn_row(conn, txn_id, lock=False)
                 if row.state != OPEN:  # final: an earlier attempt may have finished the work
                     return self._earlier_outcome(conn, row, op_name, objects, checked_through)
-            # first statement: on server databases this row lock serializes commits, so the
-            # conflict check below sees every commit that precedes ours
-            seq = self._next(conn, "commit_seq")
-            row = self._txn_row(conn, txn_id)
+            row = self._txn_row(conn, txn_id)  # locked: nobody else ends it meanwhile
             self._require_open(row, "commit")
             locations = {tid: self._table_row(conn, tid).location for tid in objects}
+            # On server databases this row lock serializes commits store-wide, so the conflict
+            # check below sees every commit that precedes ours. It is held until our COMMIT, so
+            # what needs no ordering (the two reads above) comes before it; always after our
+            # own transaction's row lock, never before (one lock order: no deadlock).
+            seq = self._next(conn, "commit_seq")
             now = self.clock()
             conflict = self._conflict(conn, row, op_name, objects, locations, checked_through)
             if conflict is not None:

@@ -203,3 +203,34 @@ def test_other_arguments(ms, table, tmp_path):
                              ({"retry_attempts": 2.5}, "retry_attempts")):
         with pytest.raises(InvalidArgumentError, match=f"argument '{argument}'"):
             Metastore(tmp_path / "m.db", **kwargs)
+
+
+# ---------------------------------------------------------------------------------------------
+# a server that drops the store's pooled connections (PostgreSQL)
+# ---------------------------------------------------------------------------------------------
+def test_connections_the_server_dropped_are_replaced_without_a_failure(postgres_server, pg_store_url):
+    """No ping before each transaction: a pooled connection the server ended fails its first
+    statement, and the call runs again on a new one. Every kind of call succeeds exactly once."""
+    import psycopg
+
+    ms = Metastore(pg_store_url)
+    tid = ms.create_table(postgres_server.workdir / "t", SCHEMA, partition_columns=["ds"]).table_id
+    schema = pg_store_url.rsplit("%3D", 1)[1]
+
+    def kill_store_connections() -> int:
+        with psycopg.connect(host="127.0.0.1", port=postgres_server.port, user="postgres",
+                             dbname="acidorc_stores", autocommit=True) as admin:
+            # every other connection to the stores database: this test's pool
+            return admin.execute("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                                 "WHERE datname = 'acidorc_stores' AND pid <> pg_backend_pid()").fetchone()[0]
+
+    assert kill_store_connections() >= 1, f"store {schema} had no pooled connection to drop"
+    txn = ms.open_transaction()
+    kill_store_connections()
+    assert ms.allocate_write_id(txn, tid) == 1
+    kill_store_connections()
+    ms.commit(txn, touched={tid: ["ds=1"]})
+    kill_store_connections()
+    assert ms.txn_state(txn) == "committed" and ms.valid_write_ids(tid).high_watermark == 1
+    assert [h["txn_id"] for h in ms.history(tid)] == [txn]
+    ms.close()
