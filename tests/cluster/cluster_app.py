@@ -2,8 +2,9 @@
 SparkContext per process: the test process already hosts the local one).
 
 It reads its settings as JSON on standard input (so the object store's secret never shows on
-a command line): ``master_url``, ``table_url``, ``store_url``, ``storage_options`` (flat
-string values, given to Spark as ``fs.<name>`` options), ``steps`` (the data of each step).
+a command line): ``master_url``, ``table_url``, ``store_url``, ``storage_options`` (fsspec's,
+nested as s3fs takes them; given to Spark as ``fs.<a>.<b>`` string options), ``steps`` (the
+data of each step).
 It configures Spark only through the SparkSession's conf and acidorc through its arguments and
 options -- nothing in the executors' environment -- then writes, reads, updates, deletes,
 merges, compacts and vacuums one partitioned table and writes one JSON document to the file
@@ -49,7 +50,7 @@ def main() -> None:
 
     url, store = settings["table_url"], settings["store_url"]
     storage = settings["storage_options"]
-    fs_options = {f"fs.{k}": str(v) for k, v in storage.items()}
+    fs_options = spark_storage_options(storage)
     steps = settings["steps"]
     schema = "id bigint, kind string, amount bigint, day string"
 
@@ -122,6 +123,18 @@ def main() -> None:
     spark.stop()
     with open(settings["output"], "w") as f:
         json.dump(out, f, default=str)
+
+
+def spark_storage_options(options: dict, prefix: str = "fs.") -> dict[str, str]:
+    """Nested fsspec options as Spark's string options: ``{"client_kwargs": {"endpoint_url": u}}``
+    is ``fs.client_kwargs.endpoint_url = u`` (README, "Object storage")."""
+    flat: dict[str, str] = {}
+    for key, value in options.items():
+        if isinstance(value, dict):
+            flat.update(spark_storage_options(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = str(value)
+    return flat
 
 
 if __name__ == "__main__":

@@ -76,14 +76,6 @@ class Model:
         return [dict(self.rows[i]) for i in sorted(self.rows) if day is None or self.rows[i]["day"] == day]
 
 
-def flat_storage_options(options: dict) -> dict:
-    """s3fs's options as flat strings (Spark options are strings): the endpoint as s3fs's own
-    top-level ``endpoint_url`` instead of the nested ``client_kwargs``."""
-    flat = {k: v for k, v in options.items() if k != "client_kwargs"}
-    flat.update(options.get("client_kwargs", {}))
-    return flat
-
-
 def driver_environment(home: Path) -> dict[str, str]:
     """The driver's environment: this one without acidorc's, AWS's or Spark's settings (the app
     configures everything itself) and with its own HOME."""
@@ -102,7 +94,7 @@ def test_write_read_dml_compact_vacuum_on_a_cluster(spark_cluster, s3_server, s3
         "master_url": spark_cluster.master_url,
         "table_url": s3_table_url,
         "store_url": pg_store_url,
-        "storage_options": flat_storage_options(s3_server.storage_options),
+        "storage_options": s3_server.storage_options,
         "steps": STEPS,
         "output": str(output),
     }
@@ -112,7 +104,9 @@ def test_write_read_dml_compact_vacuum_on_a_cluster(spark_cluster, s3_server, s3
     elapsed = time.monotonic() - started
     assert app.returncode == 0, f"the driver failed ({app.returncode}):\n{app.stderr[-8000:]}\n{app.stdout[-2000:]}"
     got = json.loads(output.read_text())
-    print(f"\ncluster app: {elapsed:.1f}s; " + ", ".join(f"{k} {v:.1f}s" for k, v in got["timings"].items()))
+    vacuum = got["vacuum"]
+    print(f"\ncluster app: {elapsed:.1f}s; vacuum removed {len(vacuum['removedPaths'])} paths, kept "
+          f"{vacuum['numKeptForLeases']} for leases; " + ", ".join(f"{k} {v:.1f}s" for k, v in got["timings"].items()))
 
     model = Model()
     model.append(STEPS["first"])
@@ -138,7 +132,9 @@ def test_write_read_dml_compact_vacuum_on_a_cluster(spark_cluster, s3_server, s3
     assert got["vacuum"]["removedPaths"], "vacuum after a major compaction removed nothing"
     assert got["after_vacuum_partition"] == model.sorted(DAYS[0])
     assert got["after_vacuum_toDF"] == model.sorted()
-    print("history:", got["history"])
+    # newest first; compactions (explicit, or automatic after a commit) keep the writes' order
+    assert [op for op in got["history"] if op != "compaction"] == ["merge", "delete", "update", "insert", "insert"]
+    assert got["history"][:2] == ["compaction", "compaction"]
 
     # the executors never had, nor needed, the store: no store URL in their environment, no
     # default store created in their HOME, and yet every read and write above ran on them
