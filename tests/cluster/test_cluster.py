@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -86,6 +87,20 @@ def driver_environment(home: Path) -> dict[str, str]:
     return env
 
 
+def run_driver(settings: dict, *, env: dict, cwd: Path, timeout: float = 600) -> tuple[int, str, str]:
+    """Run ``cluster_app.py`` as the driver; on a timeout kill its whole process group (the
+    driver's JVM included), so that nothing outlives the test."""
+    app = subprocess.Popen([sys.executable, str(APP)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, env=env, cwd=cwd, start_new_session=True)
+    try:
+        stdout, stderr = app.communicate(json.dumps(settings), timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(app.pid, signal.SIGKILL)
+        stdout, stderr = app.communicate()
+        pytest.fail(f"the driver did not finish within {timeout:.0f}s:\n{stderr[-8000:]}")
+    return app.returncode, stdout, stderr
+
+
 def test_write_read_dml_compact_vacuum_on_a_cluster(spark_cluster, s3_server, s3_table_url, pg_store_url, tmp_path):
     work = tmp_path
     (work / "home").mkdir()
@@ -99,10 +114,9 @@ def test_write_read_dml_compact_vacuum_on_a_cluster(spark_cluster, s3_server, s3
         "output": str(output),
     }
     started = time.monotonic()
-    app = subprocess.run([sys.executable, str(APP)], input=json.dumps(settings), capture_output=True, text=True,
-                         env=driver_environment(work / "home"), cwd=work, timeout=600)
+    returncode, stdout, stderr = run_driver(settings, env=driver_environment(work / "home"), cwd=work)
     elapsed = time.monotonic() - started
-    assert app.returncode == 0, f"the driver failed ({app.returncode}):\n{app.stderr[-8000:]}\n{app.stdout[-2000:]}"
+    assert returncode == 0, f"the driver failed ({returncode}):\n{stderr[-8000:]}\n{stdout[-2000:]}"
     got = json.loads(output.read_text())
     vacuum = got["vacuum"]
     print(f"\ncluster app: {elapsed:.1f}s; vacuum removed {len(vacuum['removedPaths'])} paths, kept "
