@@ -148,13 +148,12 @@ def _check_history(layout, write_ids: ValidWriteIdList, txns: ValidTxnList, gaps
         return
     gap = gaps[0]
     root = layout.storage.root.rstrip("/")
-    if not gap.listed:
-        raise NotEnoughHistoryError(f"{root}/{gap.partition}" if gap.partition else root,
-                                    "(partition directory gone)", snapshot)
     path = f"{root}/{gap.partition}" if gap.partition else root
+    if not gap.listed:
+        raise NotEnoughHistoryError(layout.storage.display(path), "(partition directory gone)", snapshot)
     later = sorted(e.name for e in layout.listings[path]
                    if e.is_dir and (p := parse_dir_name(e.name)) is not None and p.visibility_txn_id)
-    raise NotEnoughHistoryError(path, ", ".join(later) or "(directories removed)", snapshot)
+    raise NotEnoughHistoryError(layout.storage.display(path), ", ".join(later) or "(directories removed)", snapshot)
 
 
 def _check_originals(layout, pdir, write_ids: ValidWriteIdList, txns: ValidTxnList, snapshot: str) -> None:
@@ -169,7 +168,7 @@ def _check_originals(layout, pdir, write_ids: ValidWriteIdList, txns: ValidTxnLi
         if parsed is None or not parsed.is_base or not parsed.visibility_txn_id:
             continue
         if any(_holds_original_rows(layout.storage, f.path) for f in data_files(layout.storage, entry.path)):
-            raise NotEnoughHistoryError(pdir.path, entry.name, snapshot)
+            raise NotEnoughHistoryError(layout.storage.display(pdir.path), entry.name, snapshot)
 
 
 def _holds_original_rows(storage: Storage, path: str) -> bool:

@@ -168,10 +168,20 @@ def _create_table(metastore: Metastore, storage: Storage, options: WriteOptions,
         fields = [f for f in fields if f.name not in partition_columns] + [
             data_schema.field(c) for c in partition_columns]
     bucket_columns = [names.get(c.lower(), c) for c in options.bucket_columns]
-    return metastore.create_table(
-        options.path, nullable(pa.schema(fields)), name=options.table_name, partition_columns=tuple(partition_columns),
-        bucket_columns=tuple(bucket_columns), num_buckets=options.num_buckets, insert_only=options.insert_only,
-        compression=options.compression, if_not_exists=True)
+    # As create_table: on an object store the table marker goes first, so the table exists on
+    # storage once registered, even if this first write aborts and leaves no directory behind.
+    wrote_marker = False if storage.is_local else storage.write_marker()
+    try:
+        return metastore.create_table(
+            options.path, nullable(pa.schema(fields)), name=options.table_name,
+            partition_columns=tuple(partition_columns), bucket_columns=tuple(bucket_columns),
+            num_buckets=options.num_buckets, insert_only=options.insert_only, compression=options.compression,
+            if_not_exists=True)
+    except BaseException:
+        if wrote_marker:  # not registered after all: take back what this call wrote
+            with storage.failures("removing the table marker again"):
+                storage.remove(storage.marker_path)
+        raise
 
 
 def _check_schema(table: TableInfo, table_data: pa.Schema, data_schema: pa.Schema, static_partition: bool) -> None:

@@ -90,7 +90,7 @@ class ChangeWriter:
         except AcidError:
             raise
         except (pa.ArrowException, ValueError, TypeError, KeyError, IndexError) as exc:
-            raise SchemaError(f"{self.plan.write.storage.root}: DML task {self.task_id} could not take its rows: "
+            raise SchemaError(f"{self.plan.write.storage.display()}: DML task {self.task_id} could not take its rows: "
                               f"{type(exc).__name__}: {exc}") from exc
 
     def _write(self, batch: pa.RecordBatch) -> None:
@@ -109,7 +109,7 @@ class ChangeWriter:
     def _collect_deletes(self, rows: pa.RecordBatch) -> None:
         row_ids = rows.column(rows.schema.get_field_index(ROW_ID_COLUMN))
         if row_ids.null_count:
-            raise SchemaError(f"{self.plan.write.storage.root}: a row to delete has no ROW__ID")
+            raise SchemaError(f"{self.plan.write.storage.display()}: a row to delete has no ROW__ID")
         o, b, r = (np.asarray(row_ids.field(i).to_numpy(zero_copy_only=False)) for i in range(3))
         no_action = (rows.column(rows.schema.get_field_index(OP_COLUMN)).to_numpy(zero_copy_only=False)
                      == MATCHED_NO_ACTION)
@@ -135,7 +135,7 @@ class ChangeWriter:
         except AcidError:
             raise
         except OSError as exc:
-            raise StorageError(self.plan.write.storage.root,
+            raise StorageError(self.plan.write.storage.display(),
                                f"DML task {self.task_id} of write id {self.plan.write.write_id} could not "
                                f"finish its files: {exc}") from exc
         finally:
@@ -164,7 +164,7 @@ class ChangeWriter:
         elif same.any():
             i = int(np.flatnonzero(same)[0])
             key = f"(writeId {o[i]}, bucketId {b[i]}, rowId {r[i]})"
-            where = f"{self.plan.write.storage.root}/{part}".rstrip("/")
+            where = f"{self.plan.write.storage.display()}/{part}".rstrip("/")
             if self.plan.merge_condition is not None:
                 raise MergeCardinalityError(self.plan.merge_condition, where, key)
             raise SchemaError(f"{where}: the target row {key} would be deleted twice in one statement")

@@ -224,7 +224,7 @@ def _delete_events(storage: Storage, directory: str, write_id: int,
         if f.num_rows == 0:
             continue
         if not f.is_acid:
-            raise CorruptFileError(entry.path, "a delete_delta file must hold ACID events")
+            raise CorruptFileError(storage.display(entry.path), "a delete_delta file must hold ACID events")
         index = f.key_index if bounds is not None else None
         for i in range(f.num_stripes):
             if index is not None and bounds is not None and not (

@@ -11,10 +11,27 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from ..errors import CorruptFileError, NotEnoughHistoryError
+from ..errors import CorruptFileError, NotEnoughHistoryError, SnapshotFilesRemovedError
 from ..storage import FileEntry, Storage
 from .names import METADATA_FILE, ParsedDir, acid_dir_name_problem, is_hidden, parse_dir_name
 from .writeids import RangeResponse, ValidTxnList, ValidWriteIdList
+
+#: The object the cleaner writes into a directory before it deletes the directory's files one
+#: by one (object stores cannot rename a directory aside atomically). It goes last, so any
+#: listing of a partly deleted directory holds it: a reader that finds it in a directory its
+#: snapshot needs stops with SnapshotFilesRemovedError instead of reading what is left.
+REMOVING_MARKER = "_acidorc_removing"
+
+
+def check_not_removing(storage: Storage, directory: str, entries: list[FileEntry]) -> None:
+    """Refuse the listing of a directory a snapshot reads (an ACID directory, or a directory of
+    original files) when it shows the cleaner is deleting it: its :data:`REMOVING_MARKER` is
+    there, or - on an object store - nothing is left (object stores have no empty directories:
+    every directory acidorc writes holds ``_orc_acid_version``, a directory of original files
+    holds its files, and one that lists empty is what a deletion left, e.g. a folder object
+    some servers keep)."""
+    if any(e.name == REMOVING_MARKER for e in entries) or (not entries and not storage.is_local):
+        raise SnapshotFilesRemovedError(storage.display(directory))
 
 
 @dataclass(frozen=True)
@@ -50,9 +67,10 @@ def _is_compacted_base(storage: Storage, base: AcidDir) -> bool:
     try:
         doc = json.loads(storage.read_bytes(meta_path).decode("utf-8"))
     except (ValueError, UnicodeDecodeError) as exc:
-        raise CorruptFileError(meta_path, f"not a JSON document ({exc})") from None
+        raise CorruptFileError(storage.display(meta_path), f"not a JSON document ({exc})") from None
     if str(doc.get("thisFileVersion")) != "0":
-        raise CorruptFileError(meta_path, f"unsupported thisFileVersion {doc.get('thisFileVersion')!r}")
+        raise CorruptFileError(storage.display(meta_path),
+                               f"unsupported thisFileVersion {doc.get('thisFileVersion')!r}")
     return str(doc.get("dataFormat", "")).lower() == "compacted"
 
 
@@ -85,7 +103,7 @@ def get_acid_state(
         if parsed is None:
             problem = acid_dir_name_problem(entry.name)
             if problem is not None:
-                raise CorruptFileError(entry.path, problem)
+                raise CorruptFileError(storage.display(entry.path), problem)
             original_dirs.append(entry.path)
             continue
         acid_dir = AcidDir(entry.path, parsed)
@@ -107,7 +125,7 @@ def get_acid_state(
     if best is None:
         oldest = min(bases, key=lambda b: b.parsed.write_id, default=None)
         if oldest is not None and _is_compacted_base(storage, oldest):
-            raise NotEnoughHistoryError(partition_dir, oldest.parsed.name, str(write_ids))
+            raise NotEnoughHistoryError(storage.display(partition_dir), oldest.parsed.name, str(write_ids))
 
     if best is not None:
         obsolete.extend(e.path for e in originals)
@@ -182,9 +200,16 @@ def _find_best_working_deltas(candidates, base, write_ids, obsolete) -> list[Aci
 
 
 def _list_originals(storage: Storage, directory: str) -> list[FileEntry]:
-    """Files of a non-ACID subdirectory (e.g. ``HIVE_UNION_SUBDIR_1``), recursively."""
+    """Files of a non-ACID subdirectory (e.g. ``HIVE_UNION_SUBDIR_1``), recursively. One the
+    cleaner is deleting (or has removed since the partition was listed) is a
+    SnapshotFilesRemovedError, as for ACID directories: never a snapshot without its rows."""
+    try:
+        entries = storage.list_dir(directory)
+    except FileNotFoundError:
+        raise SnapshotFilesRemovedError(storage.display(directory)) from None
+    check_not_removing(storage, directory, entries)
     found: list[FileEntry] = []
-    for entry in storage.list_dir(directory):
+    for entry in entries:
         if is_hidden(entry.name):
             continue
         if entry.is_dir:

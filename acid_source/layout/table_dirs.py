@@ -10,27 +10,12 @@ import pyarrow as pa
 
 from ..errors import NotAnAcidTableError, SchemaError, SnapshotFilesRemovedError, TableNotFoundError
 from ..storage import FileEntry, Storage
-from .acid_state import AcidState, get_acid_state
+from .acid_state import REMOVING_MARKER, AcidState, check_not_removing, get_acid_state  # noqa: F401 - re-exported
 from .names import ACID_VERSION_FILE, is_flush_length_file, is_hidden, parse_dir_name
 from .partitions import parse_partition_segment
 
 FULL_ACID = "full"
 INSERT_ONLY = "insert_only"
-#: The object the cleaner writes into a directory before it deletes the directory's files one
-#: by one (object stores cannot rename a directory aside atomically). It goes last, so any
-#: listing of a partly deleted directory holds it: a reader that finds it in a directory its
-#: snapshot needs stops with SnapshotFilesRemovedError instead of reading what is left.
-REMOVING_MARKER = "_acidorc_removing"
-
-
-def check_not_removing(storage: Storage, directory: str, entries: list[FileEntry]) -> None:
-    """Refuse the listing of an ACID directory a snapshot reads when it shows the cleaner is
-    deleting it: its :data:`REMOVING_MARKER` is there, or - on an object store - nothing is
-    left (object stores have no empty directories: every directory acidorc writes holds
-    ``_orc_acid_version``, and one that lists empty is what a deletion left, e.g. a folder
-    object some servers keep)."""
-    if any(e.name == REMOVING_MARKER for e in entries) or (not entries and not storage.is_local):
-        raise SnapshotFilesRemovedError(storage.display(directory))
 
 
 @dataclass(frozen=True)

@@ -72,7 +72,7 @@ class CompactionTask:
 
     @property
     def description(self) -> str:
-        where = self.partition or self.storage.root
+        where = self.partition or self.storage.display()
         return f"{self.kind} compaction of {where}, bucket {self.bucket_id}"
 
 
@@ -122,10 +122,11 @@ def run_task(task: CompactionTask) -> CompactionTaskResult:
     except AcidError:
         raise
     except OSError as exc:
-        raise StorageError(task.partition_path, f"{task.description} failed: {exc}") from exc
+        raise StorageError(task.storage.display(task.partition_path), f"{task.description} failed: {exc}") from exc
     except _LIBRARY_ERRORS as exc:
         path = current[-1] if current else task.partition_path
-        raise CorruptFileError(path, f"{task.description}: {type(exc).__name__}: {exc}") from exc
+        raise CorruptFileError(task.storage.display(path),
+                               f"{task.description}: {type(exc).__name__}: {exc}") from exc
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 
@@ -150,8 +151,9 @@ def _major(task: CompactionTask, staging: str, current: list[str]) -> Compaction
             out.writer().write_rows(batch.column(ROW_ID_COLUMN), batch.select(names))
     except InvalidArgumentError as exc:
         where = reader.visibility.current_path or task.partition_path
-        raise CorruptFileError(where, f"{task.description}: the inputs are not in ROW__ID order, as Hive "
-                                      f"requires of every ACID file: {exc}") from None
+        raise CorruptFileError(task.storage.display(where),
+                               f"{task.description}: the inputs are not in ROW__ID order, as Hive requires of "
+                               f"every ACID file: {exc}") from None
     out.finish(result)
     result.rows_deleted = reader.metrics.rows_hidden - result.rows_aborted
     return result
@@ -206,7 +208,7 @@ def _minor(task: CompactionTask, staging: str, current: list[str]) -> Compaction
             if not is_delete.all():
                 inserts.writer().write_events(batch.filter(pa.array(~is_delete)) if is_delete.any() else batch)
     except InvalidArgumentError as exc:
-        raise CorruptFileError(task.partition_path, f"{task.description}: {exc}") from None
+        raise CorruptFileError(task.storage.display(task.partition_path), f"{task.description}: {exc}") from None
     inserts.finish(result)
     if deletes is not None:
         deletes.finish(result)
@@ -224,7 +226,7 @@ def _events(task: CompactionTask, s: FileSlice, write_ids: ValidWriteIdList, row
     is_delete_file = s.dir_kind == "delete_delta"
     if not f.is_acid:
         if is_delete_file:
-            raise CorruptFileError(s.path, "a delete_delta file must hold ACID events")
+            raise CorruptFileError(task.storage.display(s.path), "a delete_delta file must hold ACID events")
         yield from _raw_file_events(task, s, row_type, result)
         return
     last: tuple[int, int, int] | None = None
@@ -236,8 +238,8 @@ def _events(task: CompactionTask, s: FileSlice, write_ids: ValidWriteIdList, row
             continue
         o, b, r = (np.asarray(batch.column(c).to_numpy(zero_copy_only=False))
                    for c in ("originalTransaction", "bucket", "rowId"))
-        check_event_buckets(s.path, b, task.bucket_id)
-        last = _check_sorted(s, o, b, r, last)
+        check_event_buckets(task.storage.display(s.path), b, task.bucket_id)
+        last = _check_sorted(task.storage.display(s.path), o, b, r, last)
         op = batch.column("operation").to_numpy(zero_copy_only=False)
         keep = write_ids.valid_mask(batch.column("currentTransaction").to_numpy(zero_copy_only=False))
         result.rows_aborted += int(n - np.count_nonzero(keep))
@@ -245,7 +247,7 @@ def _events(task: CompactionTask, s: FileSlice, write_ids: ValidWriteIdList, row
             keep &= op == OP_DELETE  # readers ignore anything else in a delete delta
             row = pa.nulls(n, row_type)
         else:
-            row = _shape_row(batch.column("row"), row_type, s.path)
+            row = _shape_row(batch.column("row"), row_type, task.storage.display(s.path))
         events = pa.RecordBatch.from_arrays(
             [batch.column(c) for c in EVENT_COLUMNS] + [row], names=list(EVENT_COLUMNS) + ["row"])
         if not keep.all():
@@ -265,7 +267,8 @@ def _raw_file_events(task: CompactionTask, s: FileSlice, row_type: pa.StructType
         assert keys is not None  # asked for with_keys
         o, b, r = keys
         n = len(o)
-        children = match_columns(visible.names, visible.select(visible.columns), list(row_type), n, s.path)
+        children = match_columns(visible.names, visible.select(visible.columns), list(row_type), n,
+                                 task.storage.display(s.path))
         yield pa.RecordBatch.from_arrays(
             [pa.array(np.zeros(n, dtype=np.int32)), pa.array(o, pa.int64()), pa.array(b, pa.int32()),
              pa.array(r, pa.int64()), pa.array(o, pa.int64()),
@@ -286,8 +289,9 @@ def _shape_row(row: pa.Array, row_type: pa.StructType, path: str) -> pa.Array:
     return pa.StructArray.from_arrays(children, fields=list(row_type), mask=mask)
 
 
-def _check_sorted(s: FileSlice, o, b, r, last):
-    """Events of a file ascend by ROW__ID (HIVE_ACID_FORMAT.md 4.3); returns the last key."""
+def _check_sorted(shown_path: str, o, b, r, last):
+    """Events of a file ascend by ROW__ID (HIVE_ACID_FORMAT.md 4.3); returns the last key.
+    ``shown_path`` names the file in errors."""
     if last is not None:
         o, b, r = np.concatenate(([last[0]], o)), np.concatenate(([last[1]], b)), np.concatenate(([last[2]], r))
     b = b.astype(np.int64)
@@ -295,8 +299,8 @@ def _check_sorted(s: FileSlice, o, b, r, last):
         down = (o[1:] < o[:-1]) | ((o[1:] == o[:-1]) & ((b[1:] < b[:-1]) | ((b[1:] == b[:-1]) & (r[1:] < r[:-1]))))
         if down.any():
             i = int(np.flatnonzero(down)[0])
-            raise CorruptFileError(s.path, f"events are not in ROW__ID order: ({o[i + 1]}, {b[i + 1]}, {r[i + 1]}) "
-                                           f"follows ({o[i]}, {b[i]}, {r[i]})")
+            raise CorruptFileError(shown_path, f"events are not in ROW__ID order: ({o[i + 1]}, {b[i + 1]}, "
+                                               f"{r[i + 1]}) follows ({o[i]}, {b[i]}, {r[i]})")
     return int(o[-1]), int(b[-1]), int(r[-1])
 
 

@@ -141,16 +141,17 @@ def read_flush_length(storage: Storage, side_file: str, *, data_size: int | None
         try:
             return storage.fs.size(data_file)
         except FileNotFoundError:
-            raise CorruptFileError(data_file, "file vanished while planning (was it cleaned up?)") from None
+            raise CorruptFileError(storage.display(data_file),
+                                   "file vanished while planning (was it cleaned up?)") from None
     complete = len(data) // 8
     if complete == 0:
         return 0
     length = struct.unpack(">q", data[(complete - 1) * 8: complete * 8])[0]
     if length < 0:
-        raise CorruptFileError(side_file, f"negative flushed length {length}")
+        raise CorruptFileError(storage.display(side_file), f"negative flushed length {length}")
     if data_size is not None and length > data_size:
-        raise CorruptFileError(side_file, f"flushed length {length} is beyond the end of the data file "
-                                          f"({data_size} bytes)")
+        raise CorruptFileError(storage.display(side_file), f"flushed length {length} is beyond the end of the data "
+                                                          f"file ({data_size} bytes)")
     return length
 
 
@@ -162,23 +163,28 @@ class OrcFile:
         self.path = path
         self.length = length
 
+    @property
+    def shown_path(self) -> str:
+        """The file as errors name it: a URL with the table's scheme (``s3://...``)."""
+        return self.storage.display(self.path)
+
     def _open_again(self):
         """Another handle on the file (pyorc reads through its own); a file gone since the
         listing was removed by the cleaner."""
         try:
             return self.storage.open_input(self.path, self.length)
         except FileNotFoundError as exc:
-            raise SnapshotFilesRemovedError(self.path) from exc
+            raise SnapshotFilesRemovedError(self.shown_path) from exc
 
     def _fail(self, exc: BaseException, what: str):
-        raise CorruptFileError(self.path, f"{what}: {exc}") from exc
+        raise CorruptFileError(self.shown_path, f"{what}: {exc}") from exc
 
     @cached_property
     def _orc(self) -> paorc.ORCFile:
         try:
             return paorc.ORCFile(self.storage.open_input(self.path, self.length))
         except FileNotFoundError as exc:
-            raise SnapshotFilesRemovedError(self.path) from exc
+            raise SnapshotFilesRemovedError(self.shown_path) from exc
         except (pa.ArrowException, OSError, ValueError) as exc:
             self._fail(exc, "not a readable ORC file")
 
@@ -201,9 +207,10 @@ class OrcFile:
             return None
         for i, field in enumerate(self.schema):
             if i == ROW and not pa.types.is_struct(field.type):
-                raise CorruptFileError(self.path, f"the ACID 'row' column is {field.type}, not a struct")
+                raise CorruptFileError(self.shown_path, f"the ACID 'row' column is {field.type}, not a struct")
             if i != ROW and not pa.types.is_integer(field.type):
-                raise CorruptFileError(self.path, f"the ACID column {field.name!r} is {field.type}, not an integer")
+                raise CorruptFileError(self.shown_path,
+                                       f"the ACID column {field.name!r} is {field.type}, not an integer")
         return self.schema.field(ROW).type
 
     @property

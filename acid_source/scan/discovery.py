@@ -53,7 +53,8 @@ def infer_data_schema(layout: TableLayout, write_ids, txns) -> pa.Schema:
         if orc.is_acid:
             row_type = schema.field(5).type
             if not pa.types.is_struct(row_type):
-                raise SchemaError(f"{f.path}: the ACID 'row' column is {row_type}, not a struct")
+                raise SchemaError(f"{orc.shown_path}: the ACID 'row' column is {row_type}, not a struct",
+                                  path=orc.shown_path)
             return with_microsecond_timestamps(pa.schema(list(row_type)))
         return with_microsecond_timestamps(schema)
     raise SchemaError(

@@ -170,7 +170,8 @@ class TableScan:
             bucket = parse_bucket_file(entry.name).bucket_id
             if bucket < 0 and self.table_kind == FULL_ACID:
                 raise CorruptFileError(
-                    entry.path, "a pre-ACID file of a full-ACID table must be named like 000000_0 (its bucket id)"
+                    self.storage.display(entry.path),
+                    "a pre-ACID file of a full-ACID table must be named like 000000_0 (its bucket id)"
                 )
             slices.append(FileSlice(entry.path, bucket, "original", 0, 0, -1,
                                     earlier_originals=tuple(earlier[bucket]), size=entry.size))
@@ -194,7 +195,8 @@ class TableScan:
             self.storage.check_inside_root(entry.path)
             bucket = parse_bucket_file(entry.name).bucket_id
             if bucket < 0 and self.table_kind == FULL_ACID:
-                raise CorruptFileError(entry.path, "data file name carries no bucket id (expected bucket_N)")
+                raise CorruptFileError(self.storage.display(entry.path),
+                                       "data file name carries no bucket id (expected bucket_N)")
             length = None
             if streaming and entry.name + FLUSH_LENGTH_SUFFIX in names:
                 length = read_flush_length(self.storage, entry.path + FLUSH_LENGTH_SUFFIX)

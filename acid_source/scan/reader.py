@@ -59,10 +59,10 @@ class SplitReader:
             raise
         except FileNotFoundError as exc:  # a planned file is gone: removed by the cleaner
             path = exc.filename or self.visibility.current_path or self.split.partition_path
-            raise SnapshotFilesRemovedError(str(path)) from exc
+            raise SnapshotFilesRemovedError(self.ctx.storage.display(str(path))) from exc
         except _LIBRARY_ERRORS as exc:
             path = shaping or self.visibility.current_path or self.split.partition_path
-            raise CorruptFileError(path, f"{type(exc).__name__}: {exc}") from exc
+            raise CorruptFileError(self.ctx.storage.display(path), f"{type(exc).__name__}: {exc}") from exc
 
     def _filter(self, batch: pa.RecordBatch, path: str) -> pa.RecordBatch:
         """Option rowFilter on the shaped rows. Failing to evaluate it (a CAST of a malformed
@@ -70,7 +70,8 @@ class SplitReader:
         try:
             return batch.filter(self.ctx.row_filter)
         except _LIBRARY_ERRORS as exc:
-            raise InvalidOptionError("rowFilter", f"cannot be evaluated on the rows of {path}: "
+            where = self.ctx.storage.display(path)
+            raise InvalidOptionError("rowFilter", f"cannot be evaluated on the rows of {where}: "
                                                   f"{type(exc).__name__}: {exc}") from exc
 
     # --- output shaping ------------------------------------------------------------------------
@@ -80,7 +81,8 @@ class SplitReader:
         return self._output(data, visible.num_rows, keys)
 
     def _columns_of(self, visible: VisibleRows) -> list[pa.Array]:
-        return match_columns(visible.names, visible.columns, self._data_fields, visible.length, visible.source.path)
+        return match_columns(visible.names, visible.columns, self._data_fields, visible.length,
+                             self.ctx.storage.display(visible.source.path))
 
     def _output(self, data: list[pa.Array], n: int, keys) -> pa.RecordBatch:
         arrays = list(data)

@@ -180,7 +180,8 @@ def _numpy(batch, name: str) -> np.ndarray:
 
 
 def check_event_buckets(path: str, buckets: np.ndarray, bucket_id: int) -> None:
-    """Every event of a ``bucket_N`` file must carry writer id N in its bucket property."""
+    """Every event of a ``bucket_N`` file must carry writer id N in its bucket property.
+    ``path`` as errors name it (``Storage.display``)."""
     writers = bucket_codec.decode_writer_ids(buckets)
     if len(writers) and (writers != bucket_id).any():
         bad = int(writers[writers != bucket_id][0])
@@ -394,7 +395,7 @@ class SplitVisibility:
             f = self._open(s)
             is_delete_file = s.dir_kind == "delete_delta"
             if is_delete_file and f.num_rows and not f.is_acid:
-                raise CorruptFileError(s.path, "a delete_delta file must hold ACID events")
+                raise CorruptFileError(self.storage.display(s.path), "a delete_delta file must hold ACID events")
             for i in range(f.num_stripes) if s.stripes is None else range(s.stripes[0], s.stripes[1] + 1):
                 if is_delete_file:
                     batch = f.read_stripe(i, columns=EVENT_COLUMNS)
@@ -405,7 +406,7 @@ class SplitVisibility:
                 n = batch.num_rows
                 if n == 0:
                     continue
-                check_event_buckets(s.path, _numpy(batch, "bucket"), s.bucket_id)
+                check_event_buckets(self.storage.display(s.path), _numpy(batch, "bucket"), s.bucket_id)
                 operation = _numpy(batch, "operation")
                 current = _numpy(batch, "currentTransaction")
                 valid = valid_write_id_mask(self.write_ids, current)
@@ -476,7 +477,7 @@ class SplitVisibility:
             if f.num_rows == 0:
                 continue
             if not f.is_acid:
-                raise CorruptFileError(s.path, "a delete_delta file must hold ACID events")
+                raise CorruptFileError(self.storage.display(s.path), "a delete_delta file must hold ACID events")
             index = f.key_index
             for i in range(f.num_stripes):
                 if index is not None and not _stripe_overlaps(index, i, intervals):
@@ -486,7 +487,7 @@ class SplitVisibility:
                 batch = f.read_stripe(i, columns=EVENT_COLUMNS)
                 if batch.num_rows == 0:
                     continue
-                check_event_buckets(s.path, _numpy(batch, "bucket"), s.bucket_id)
+                check_event_buckets(self.storage.display(s.path), _numpy(batch, "bucket"), s.bucket_id)
                 o, b, r = key_arrays(batch)
                 keep = valid_write_id_mask(self.write_ids, _numpy(batch, "currentTransaction"))
                 keep &= _numpy(batch, "operation") == OP_DELETE

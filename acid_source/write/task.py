@@ -145,11 +145,11 @@ class TaskWriter:
         except AcidError:
             raise
         except OSError as exc:
-            raise StorageError(self.plan.storage.root, f"write task {self.task_id} of write id "
-                                                       f"{self.plan.write_id} could not {doing}: {exc}") from exc
+            raise StorageError(self.plan.storage.display(), f"write task {self.task_id} of write id "
+                                                            f"{self.plan.write_id} could not {doing}: {exc}") from exc
         except (pa.ArrowException, ValueError, TypeError, KeyError, IndexError, OverflowError) as exc:
-            raise SchemaError(f"{self.plan.storage.root}: write task {self.task_id} of write id {self.plan.write_id} "
-                              f"could not {doing}: {type(exc).__name__}: {exc}") from exc
+            raise SchemaError(f"{self.plan.storage.display()}: write task {self.task_id} of write id "
+                              f"{self.plan.write_id} could not {doing}: {type(exc).__name__}: {exc}") from exc
 
     def _close(self) -> TaskResult:
         try:
