@@ -120,7 +120,10 @@ def target_frame(spark, resolved: ResolvedTable, target: DmlTarget, columns: lis
               # stripes skipped by statistics for the statement's condition
               .option("filterPushdown", "true")
               .option("validWriteIds", str(resolved.write_ids))
-              .option("validTxns", str(resolved.txns)))
+              .option("validTxns", str(resolved.txns))
+              # no lease of its own (nothing would release it after the statement): the DML's
+              # open transaction, begun before its snapshot, holds the cleaner's floor
+              .option("readLeaseSeconds", "0"))
     url = url_for_workers(target.metastore_url)
     if url is not None:
         reader = reader.option("metastoreUrl", url)

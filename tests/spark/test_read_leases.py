@@ -108,3 +108,20 @@ def test_read_lease_seconds_zero_takes_no_lease_and_bad_values_name_the_option(s
     assert t.store.live_leases(t.tid) == []
     with pytest.raises(Exception, match="readLeaseSeconds"):
         spark.read.format("acidorc").option("readLeaseSeconds", "-5").load(str(t.root)).count()
+
+
+def test_a_spark_dml_leaves_no_lease_behind(spark, tmp_path):
+    """The DML's own read needs no lease (its open transaction holds the cleaner's floor), and a
+    lease taken for it would outlive the statement by readLeaseSeconds: after a DML and a
+    compaction, vacuum removes the compaction's inputs at once."""
+    from acid_source.table import AcidTable
+
+    path = str(tmp_path / "dml")
+    spark.range(10).write.format("acidorc").mode("append").save(path)
+    t = AcidTable.forPath(spark, path)
+    t.delete("id < 3")
+    t.compact("major")
+    report = t.vacuum(retentionSeconds=0)
+    assert report["numLiveLeases"] == 0
+    assert _ids(t.toDF()) == list(range(3, 10))
+    assert [d for d in os.listdir(path) if not d.startswith("base_")] == []  # the inputs are gone
