@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import pickle
+import uuid
 
 import pyarrow as pa
 import pyarrow.orc as paorc
@@ -29,6 +30,19 @@ from acid_source.storage import TABLE_MARKER, Storage, option_pairs
 from acid_source.writes import begin_write
 
 SCHEMA = "id bigint, v string, p string"
+
+
+@pytest.fixture(scope="module")
+def shared_bucket(s3_server) -> str:
+    """One bucket for the module's tables: SeaweedFS gives every bucket volumes of its own, and
+    a test session has room for only so many (``-volume.max``)."""
+    return s3_server.new_bucket()
+
+
+@pytest.fixture
+def s3_table_url(shared_bucket) -> str:
+    """A table location of its own, in the module's bucket."""
+    return f"s3://{shared_bucket}/warehouse/t-{uuid.uuid4().hex[:12]}"
 
 
 def table_with_rows(s3_server, url: str, *batches: tuple[list[int], str]) -> AcidTable:
