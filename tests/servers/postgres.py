@@ -139,7 +139,10 @@ class PostgresServer:
         shutil.rmtree(self.workdir, ignore_errors=True)
 
 
-def start_postgres_server(workdir: Path | None = None) -> PostgresServer:
+def start_postgres_server(workdir: Path | None = None, *, durable: bool = False) -> PostgresServer:
+    """Initialise and start a cluster. ``durable=True`` keeps PostgreSQL's defaults for fsync,
+    synchronous commit and full-page writes (what a benchmark of commits should measure); the
+    tests turn them off."""
     bindir = pg_bindir()
     # under /tmp, not pytest's private base directory: the postgres user must reach it
     workdir = Path(workdir or tempfile.mkdtemp(prefix="acidorc-pg-", dir="/tmp" if os.path.isdir("/tmp") else None))
@@ -157,10 +160,12 @@ def start_postgres_server(workdir: Path | None = None) -> PostgresServer:
         raise RuntimeError(f"initdb failed ({init.returncode}): {init.stderr or init.stdout}")
     settings = {
         "listen_addresses": "'127.0.0.1'", "port": str(server.port), "unix_socket_directories": "''",
-        "fsync": "off", "synchronous_commit": "off", "full_page_writes": "off", "max_connections": "200",
+        "max_connections": "200",
         "wal_level": "minimal", "max_wal_senders": "0", "shared_buffers": "64MB",
         "log_min_messages": "warning", "logging_collector": "off",
     }
+    if not durable:
+        settings.update({"fsync": "off", "synchronous_commit": "off", "full_page_writes": "off"})
     with open(server.datadir / "postgresql.conf", "a") as conf:
         conf.write("\n# acidorc tests\n" + "".join(f"{k} = {v}\n" for k, v in settings.items()))
     (server.datadir / "pg_hba.conf").write_text("host all all 127.0.0.1/32 trust\n")
