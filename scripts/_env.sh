@@ -41,7 +41,9 @@ if ! compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null && [ -z "${ACIDORC
     { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql; } >/dev/null \
       || die "could not install PostgreSQL with apt-get; the store tests need it (initdb, pg_ctl, postgres)"
   else
-    die "PostgreSQL is required by the transaction store tests: install it ('apt-get install postgresql' as root) or set ACIDORC_PG_BINDIR to a directory holding initdb, pg_ctl and postgres"
+    PG_MISSING="PostgreSQL is required by the transaction store tests: install it ('apt-get install postgresql' as root) or set ACIDORC_PG_BINDIR to a directory holding initdb, pg_ctl and postgres"
+    [ "$(basename "$0")" = "run-tests" ] && die "$PG_MISSING"
+    echo "warning: $PG_MISSING" >&2
   fi
 fi
 
