@@ -199,13 +199,24 @@ class StoreBase:
                         if not self.create:
                             raise MetastoreNotFoundError(
                                 f"{self.url} holds no acidorc metastore (its tables are missing)", url=self.url)
-                        self._run_on(engine, self._create_schema, write=True, what="create the metastore schema")
+                        self._create_schema_once(engine)
                 except BaseException:
                     if not shared:
                         engine.dispose()
                     raise
                 self._engine, self._engine_pid = engine, pid
             return self._engine
+
+    def _create_schema_once(self, engine: sa.Engine) -> None:
+        """Create the store's tables. On a server database another process may create them at
+        the same moment ("relation ... already exists": DDL takes no lock SQLite's BEGIN
+        IMMEDIATE would); its whole schema commits at once, so finding it current now is
+        success."""
+        try:
+            self._run_on(engine, self._create_schema, write=True, what="create the metastore schema")
+        except MetastoreError:
+            if not self._run_on(engine, self._schema_is_current, write=False, what="read the metastore schema"):
+                raise
 
     def _new_engine(self) -> sa.Engine:
         try:

@@ -59,3 +59,16 @@ def racing_updates(url: str, table_id: int, rounds: int, worker: int, barrier, q
         return outcomes
 
     _report(queue, worker, run)
+
+
+def first_use(urls: list[str], worker: int, start, queue) -> None:
+    """For each fresh store in ``urls``, at the same moment as the other workers: its first call
+    (which creates the store's tables). Reports the transaction ids opened."""
+    def run():
+        opened = []
+        for url in urls:
+            start.wait()
+            opened.append(Metastore(url).open_transaction(user=f"worker-{worker}"))
+        return opened
+
+    _report(queue, worker, run)

@@ -612,6 +612,24 @@ def test_processes_allocating_write_ids_never_collide_or_lose_commits(ms, table,
     assert txns.high_watermark == max(txn_ids) and not txns.open_ids and not txns.aborted_ids
 
 
+def test_processes_using_a_fresh_store_at_once_all_succeed(store_backend, tmp_path, request):
+    """The first use of a store creates its tables; several processes doing so at the same moment
+    all succeed (on PostgreSQL one of them used to fail with 'relation ... already exists')."""
+    if store_backend == "sqlite":
+        urls = [f"sqlite:///{tmp_path / f'fresh-{i}.db'}" for i in range(5)]
+    else:
+        server = request.getfixturevalue("postgres_server")
+        urls = [server.create_store() for _ in range(5)]
+    workers = 6
+    results = _run_workers(metastore_workers.first_use, workers, lambda i, sync, q: (urls, i, sync, q))
+    for n, url in enumerate(urls):
+        assert sorted(done[n] for done in results.values()) == list(range(1, workers + 1))
+        assert list(Metastore(url).valid_txns().open_ids) == list(range(1, workers + 1))
+    if store_backend != "sqlite":
+        for url in urls:
+            server.drop_store(url)
+
+
 def test_processes_racing_update_commits(ms, table, db_url):
     """Rounds in which every process has an update open before any commits: on one shared
     partition exactly one wins per round, on a partition each exactly all win."""
