@@ -63,6 +63,7 @@ class PostgresServer:
     workdir: Path
     port: int
     databases: list[str] = field(default_factory=list)
+    process: subprocess.Popen | None = None
 
     @property
     def datadir(self) -> Path:
@@ -136,6 +137,10 @@ class PostgresServer:
             subprocess.run(_as_postgres([str(self.bindir / "pg_ctl"), "stop", "-D", str(self.datadir),
                                          "-m", "immediate", "-w", "-t", "30"]),
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+        if self.process is not None:
+            self.process.wait(timeout=30)
         shutil.rmtree(self.workdir, ignore_errors=True)
 
 
@@ -169,15 +174,25 @@ def start_postgres_server(workdir: Path | None = None, *, durable: bool = False)
     with open(server.datadir / "postgresql.conf", "a") as conf:
         conf.write("\n# acidorc tests\n" + "".join(f"{k} = {v}\n" for k, v in settings.items()))
     (server.datadir / "pg_hba.conf").write_text("host all all 127.0.0.1/32 trust\n")
-    start = subprocess.run(_as_postgres([str(bindir / "pg_ctl"), "start", "-D", str(server.datadir),
-                                         "-l", str(server.log), "-w", "-t", "60"]),
-                           capture_output=True, text=True, check=False)
-    if start.returncode != 0:
-        log = server.log.read_text(errors="replace") if server.log.exists() else ""
-        server.stop()
-        raise RuntimeError(f"PostgreSQL did not start ({start.returncode}): {start.stderr or start.stdout}\n{log}")
+    # The postmaster is our child, not a daemon (pg_ctl start): with a parent-death signal it
+    # dies with the test run even when that is killed and never reaches the fixture's teardown.
+    args = [str(bindir / "postgres"), "-D", str(server.datadir)]
+    if shutil.which("setpriv"):
+        ids = []
+        if os.geteuid() == 0:
+            info = pwd.getpwnam(OS_USER)
+            ids = [f"--reuid={info.pw_uid}", f"--regid={info.pw_gid}", "--init-groups"]
+        args = ["setpriv", *ids, "--pdeathsig", "KILL", "--", *args]
+    else:
+        args = _as_postgres(args)
+    with open(server.log, "ab") as out:
+        server.process = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                          cwd=workdir)
+    if os.geteuid() == 0:
+        os.chown(server.log, pwd.getpwnam(OS_USER).pw_uid, pwd.getpwnam(OS_USER).pw_gid)
     try:
-        wait_until(server.ready, timeout=60, what="PostgreSQL", log=str(server.log))
+        wait_until(server.ready, timeout=60, what="PostgreSQL", alive=lambda: server.process.poll() is None,
+                   log=str(server.log))
     except BaseException:
         server.stop()
         raise
