@@ -6,7 +6,8 @@ throw-away cluster, nothing else).
 ``postgres_server`` (session) initialises and starts a cluster on first use, in about 2 s;
 ``pg_store_url`` (per test) is the SQLAlchemy URL of a fresh, empty store on it (a schema of its
 own; ``postgres_server.create_database()`` gives a whole fresh database, at ~0.2 s each). The server
-is stopped (``pg_ctl stop -m immediate``) and its data directory removed when the run ends.
+is stopped (``pg_ctl stop -m immediate``) and its data directory removed when the run ends; it
+is the run's child with a parent-death signal, so a killed run takes it along.
 A missing PostgreSQL fails the tests that need it, with how to install it; they never skip.
 """
 
