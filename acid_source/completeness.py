@@ -33,9 +33,13 @@ log = logging.getLogger(__name__)
 class Gap:
     """Committed write ids of one data object that no listed directory holds."""
 
-    partition: str  # "" or the partition path relative to the table root
+    partition: str  # "" or the partition path relative to the table root, as the store has it
     write_ids: tuple[int, ...]
-    listed: bool  # whether the data object's directory was listed at all
+    directory: str | None  # the data object's directory in the listing (None: not listed at all)
+
+    @property
+    def listed(self) -> bool:
+        return self.directory is not None
 
 
 def relative(layout: TableLayout, path: str) -> str:
@@ -68,8 +72,8 @@ def partition_key(info) -> Callable[[str], object]:
 def find_gaps(store, info, layout: TableLayout, write_ids: ValidWriteIdList, txns: ValidTxnList) -> list[Gap]:
     """The committed write ids of the snapshot that ``layout`` does not hold, per data object."""
     key = partition_key(info)
-    holders = {key(relative(layout, p.path)): visible_holders(layout.listings[p.path], write_ids, txns)
-               for p in layout.partitions}
+    directories = {key(relative(layout, p.path)): p.path for p in layout.partitions}
+    holders = {k: visible_holders(layout.listings[path], write_ids, txns) for k, path in directories.items()}
     # below every data object's base nothing needs checking: ask only for the write ids above
     floor = min((base_floor(h) for h in holders.values()), default=0)
     objects, writes = store.committed_writes(info.table_id, above=floor)
@@ -82,7 +86,7 @@ def find_gaps(store, info, layout: TableLayout, write_ids: ValidWriteIdList, txn
         held = holders.get(key(part))
         missing = sorted(set(seen)) if held is None else unheld(seen, held)
         if missing:
-            gaps.append(Gap(part, tuple(missing), held is not None))
+            gaps.append(Gap(part, tuple(missing), directories.get(key(part))))
     return gaps
 
 
@@ -107,8 +111,11 @@ def describe(gaps: list[Gap]) -> str:
 
 def missing_data_error(layout: TableLayout, gaps: list[Gap], doing: str) -> MissingDataError:
     first = gaps[0]
-    url = layout.storage.url.rstrip("/")
-    path = f"{url}/{first.partition}" if first.partition else url
+    if first.directory is not None:
+        path = layout.storage.display(first.directory)
+    else:
+        url = layout.storage.url.rstrip("/")
+        path = f"{url}/{first.partition}" if first.partition else url
     where = "" if first.listed else " (the directory itself is missing)"
     more = f"; also {describe(gaps[1:])}" if len(gaps) > 1 else ""
     return MissingDataError(path, list(first.write_ids), f"{where}{more}; refusing to {doing}")
@@ -136,6 +143,6 @@ def check_inputs(store, info, layout: TableLayout, objects, write_ids: ValidWrit
         claimed = [w for w in writes.get(part, ()) if lo <= w <= hi and write_ids.is_write_id_valid(w)]
         missing = unheld(claimed, holders)
         if missing:
-            gaps.append(Gap(part, tuple(missing), True))
+            gaps.append(Gap(part, tuple(missing), next(o.path for o in objects if o.partition == part)))
     if gaps:
         raise missing_data_error(layout, gaps, f"write a {kind} compaction that would drop them")

@@ -147,13 +147,14 @@ def _check_history(layout, write_ids: ValidWriteIdList, txns: ValidTxnList, gaps
     if not gaps:
         return
     gap = gaps[0]
-    root = layout.storage.root.rstrip("/")
-    path = f"{root}/{gap.partition}" if gap.partition else root
-    if not gap.listed:
+    if gap.directory is None:
+        root = layout.storage.root.rstrip("/")
+        path = f"{root}/{gap.partition}" if gap.partition else root
         raise NotEnoughHistoryError(layout.storage.display(path), "(partition directory gone)", snapshot)
-    later = sorted(e.name for e in layout.listings[path]
+    later = sorted(e.name for e in layout.listings[gap.directory]
                    if e.is_dir and (p := parse_dir_name(e.name)) is not None and p.visibility_txn_id)
-    raise NotEnoughHistoryError(layout.storage.display(path), ", ".join(later) or "(directories removed)", snapshot)
+    raise NotEnoughHistoryError(layout.storage.display(gap.directory), ", ".join(later) or "(directories removed)",
+                                snapshot)
 
 
 def _check_originals(layout, pdir, write_ids: ValidWriteIdList, txns: ValidTxnList, snapshot: str) -> None:

@@ -64,3 +64,15 @@ def test_what_compaction_and_the_cleaner_removed_is_not_missing(table):
     assert sorted(table.toArrow().column("id").to_pylist()) == [1, 2, 12, 21, 22, 99]
     with pytest.raises(NotEnoughHistoryError):  # history the cleaner removed is not "missing data"
         table.scan(versionAsOf=4).toArrow()
+
+
+def test_a_partition_directory_spelled_another_way_is_the_one_the_store_knows(table):
+    """Another engine may name the directory of the int 1 ``p=01``; the store recorded ``p=1``."""
+    os.rename(os.path.join(table.location, "p=1"), os.path.join(table.location, "p=01"))
+    assert sorted(table.toArrow().column("id").to_pylist()) == [1, 2, 11, 12, 21, 22, 99]
+    shutil.rmtree(os.path.join(table.location, "p=01", "delta_0000001_0000001_0000"))
+    with pytest.raises(MissingDataError) as raised:
+        table.toArrow()
+    assert raised.value.path == os.path.join(table.location, "p=01") and raised.value.write_ids == [1]
+    with pytest.raises(NotEnoughHistoryError, match="p=01"):
+        table.scan(versionAsOf=2).toArrow()
