@@ -55,9 +55,10 @@ def discover_layout(storage: Storage) -> TableLayout:
     partitions: list[PartitionDir] = []
     listings: dict[str, list[FileEntry]] = {}
 
-    def walk(path: str, values: tuple, names: tuple):
+    def walk(path: str, values: tuple, names: tuple, entries: list[FileEntry] | None = None):
         nonlocal columns
-        entries = storage.list_dir(path)
+        if entries is None:
+            entries = storage.list_dir(path)
         segments = []
         for e in entries:
             if e.is_dir and not is_hidden(e.name):
@@ -82,11 +83,14 @@ def discover_layout(storage: Storage) -> TableLayout:
         listings[path] = entries
         partitions.append(PartitionDir(path, values))
 
-    if not storage.is_local and not storage.list_dir(root):
-        # what an object store server may keep of a deleted prefix (a folder object): a table
-        # has at least its marker, so nothing is there
-        raise TableNotFoundError(storage.display())
-    walk(root, (), ())
+    root_entries = None
+    if not storage.is_local:
+        root_entries = storage.list_dir(root)
+        if not root_entries:
+            # what an object store server may keep of a deleted prefix (a folder object): a
+            # table has at least its marker, so nothing is there
+            raise TableNotFoundError(storage.display())
+    walk(root, (), (), root_entries)
     return TableLayout(storage, columns or [], partitions, listings)
 
 
