@@ -379,13 +379,14 @@ class AcidTable:
     def _history(self, limit: int | None) -> list[dict]:
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
             raise InvalidArgumentError("limit", f"expected None or an integer >= 0, got {limit!r}")
-        resolved = self._refresh()
-        if not resolved.registered:
-            raise TableNotRegisteredError(
-                f"{resolved.location} is not registered in the transaction store, which keeps the history",
-                location=resolved.location)
+        # the store alone keeps the history: no listing of storage (cheap on object stores, and
+        # the history of a table whose storage lost data can still be read)
         store = open_store(self._metastore_url)
-        assert store is not None  # the table is registered, so the store exists
+        info = store.find_table(self.location) if store is not None else None
+        if store is None or info is None:
+            raise TableNotRegisteredError(
+                f"{self.location} is not registered in the transaction store, which keeps the history",
+                location=self.location)
         return [
             {
                 "version": h["write_id"],
@@ -396,7 +397,7 @@ class AcidTable:
                 "user": h["user"],
                 "description": h["description"],
             }
-            for h in store.history(resolved.info.table_id, limit=limit)
+            for h in store.history(info.table_id, limit=limit)
         ]
 
     def __repr__(self) -> str:
