@@ -104,6 +104,26 @@ def complete_listing(store, info, layout: TableLayout, write_ids: ValidWriteIdLi
     return fresh, find_gaps(store, info, fresh, write_ids, txns)
 
 
+#: fresh snapshots a current read or a compaction takes before it calls a listing gap data loss
+SNAPSHOT_ATTEMPTS = 3
+
+
+def listed_snapshot(store, info, storage: Storage, take_snapshot: Callable[[], tuple], *,
+                    retry: bool = True) -> tuple[tuple, TableLayout, list[Gap]]:
+    """``take_snapshot()`` (whose first two items are the write-id and transaction lists), then
+    the listing after it, proven complete (:func:`complete_listing`); what is still missing
+    comes back as gaps. With ``retry`` (a current snapshot) a gap is tried again under a newer
+    snapshot: the first may have lost a race with a compaction and the cleaner (its inputs
+    removed between the snapshot and the listing), and a newer one sees the outputs instead."""
+    for _attempt in range(SNAPSHOT_ATTEMPTS if retry else 1):
+        snapshot = take_snapshot()
+        layout = discover_layout(storage)  # after the snapshot: see acid_source.resolve
+        layout, gaps = complete_listing(store, info, layout, snapshot[0], snapshot[1])
+        if not gaps:
+            break
+    return snapshot, layout, gaps
+
+
 def describe(gaps: list[Gap]) -> str:
     return "; ".join(f"{g.partition or '(table)'}: {', '.join(map(str, g.write_ids[:10]))}"
                      + (" ..." if len(g.write_ids) > 10 else "") for g in gaps)

@@ -17,7 +17,7 @@ Which writes count as committed:
 
 from __future__ import annotations
 
-from .completeness import complete_listing, missing_data_error
+from .completeness import listed_snapshot, missing_data_error
 from .errors import InvalidOptionError, NotAnAcidTableError, NotEnoughHistoryError
 from .layout.names import is_hidden, parse_dir_name
 from .layout.table_dirs import FULL_ACID, INSERT_ONLY, acid_state_for, data_files, discover_layout, has_acid_layout
@@ -63,25 +63,14 @@ def resolve_table(location: str, *, metastore_url: str | None = None, storage_op
         return _resolve_unregistered(store, location, storage_options, snapshot, table_type)
     storage = Storage(info.location, storage_options)
     past = snapshot.version_as_of is not None or snapshot.timestamp_as_of is not None
-    for _attempt in range(_SNAPSHOT_ATTEMPTS):
-        write_ids, txns, version = _store_snapshot(store, info, snapshot)
-        layout = discover_layout(storage)  # after the snapshot: see the module docstring
-        layout, gaps = complete_listing(store, info, layout, write_ids, txns)
-        if not gaps or past:
-            break
-        # a current snapshot may have lost a race with a compaction and the cleaner (its
-        # inputs removed between this snapshot and the listing): a newer snapshot sees the
-        # compaction's outputs instead
+    (write_ids, txns, version), layout, gaps = listed_snapshot(
+        store, info, storage, lambda: _store_snapshot(store, info, snapshot), retry=not past)
     if past:
         _check_history(layout, write_ids, txns, gaps)
     elif gaps:
         raise missing_data_error(layout, gaps, "read the table without them")
     kind = _table_kind(location, info, layout, write_ids, txns, table_type)
     return ResolvedTable(storage, info.location, layout, write_ids, txns, kind, info, version)
-
-
-#: fresh snapshots a current read takes before it calls a listing gap data loss
-_SNAPSHOT_ATTEMPTS = 3
 
 
 def _store_snapshot(store, info, snapshot: SnapshotSpec) -> tuple[ValidWriteIdList, ValidTxnList, int | None]:

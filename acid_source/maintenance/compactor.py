@@ -25,9 +25,9 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping
 
-from ..completeness import check_inputs, complete_listing, missing_data_error
+from ..completeness import check_inputs, listed_snapshot, missing_data_error
 from ..errors import TableNotRegisteredError
-from ..layout.table_dirs import FULL_ACID, INSERT_ONLY, discover_layout
+from ..layout.table_dirs import FULL_ACID, INSERT_ONLY
 from ..resolve import open_store
 from ..scan.resolved import ResolvedTable
 from ..storage import Storage
@@ -58,12 +58,8 @@ def compact_table(location: str, kind: str, *, partition_filter: str | None = No
     txn = Transaction.begin(store, description=f"{kind} compaction {info.location}", heartbeat="thread")
     try:
         storage = Storage(info.location, options)
-        for _attempt in range(3):
-            write_ids, txns = store.snapshot(info.table_id)  # after the open: T is open in it
-            layout = discover_layout(storage)  # after the snapshot (see acid_source.resolve)
-            layout, gaps = complete_listing(store, info, layout, write_ids, txns)
-            if not gaps:  # else maybe a race with another compaction and the cleaner: snapshot again
-                break
+        # the snapshot after the open (T is open in it), then the listing, proven complete
+        (write_ids, txns), layout, gaps = listed_snapshot(store, info, storage, lambda: store.snapshot(info.table_id))
         if gaps:
             raise missing_data_error(layout, gaps, f"compact {info.location}")
         table = ResolvedTable(storage, info.location, layout, write_ids, txns,
