@@ -104,7 +104,7 @@ class Transaction:
         if heartbeat == "thread":
             txn._heartbeat = HeartbeatThread(metastore, txn_id).start()
         elif heartbeat == "process":
-            spawn_heartbeat_process(metastore._url.render_as_string(hide_password=False), txn_id)
+            spawn_heartbeat_process(metastore.connect_url(), txn_id)
         return txn
 
     @classmethod
@@ -114,14 +114,13 @@ class Transaction:
 
     def ref(self) -> TransactionRef:
         """A picklable reference for the driver-side commit process (no password inside)."""
-        full = self.metastore._url
-        has_secret = full.password is not None
+        has_secret = self.metastore.has_password
         if has_secret:
             path = _credentials_file(self.metastore.url, self.txn_id)
             path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             with os.fdopen(fd, "w") as f:
-                json.dump({"url": full.render_as_string(hide_password=False)}, f)
+                json.dump({"url": self.metastore.connect_url()}, f)
         return TransactionRef(self.txn_id, self.metastore.url, has_secret)
 
     # --- write ids -------------------------------------------------------------------------
@@ -214,7 +213,7 @@ class Transaction:
 
     def _finish(self, state: str) -> None:
         self.state = state
-        if self.metastore._url.password is not None:  # the password's copy for the commit process
+        if self.metastore.has_password:  # the password's copy for the commit process
             _credentials_file(self.metastore.url, self.txn_id).unlink(missing_ok=True)
         if self._heartbeat is not None:
             self._heartbeat.stop()

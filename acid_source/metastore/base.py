@@ -139,6 +139,17 @@ class StoreBase:
         """The database URL, password hidden."""
         return _engine.display_url(self._url)
 
+    @property
+    def has_password(self) -> bool:
+        """Whether the URL holds a password (which :attr:`url` hides)."""
+        return self._url.password is not None
+
+    def connect_url(self) -> str:
+        """The full database URL, password included: only for handing this store to another
+        process of the same user (a heartbeat or commit process, over a pipe or a private file),
+        never for logs, errors or anything shipped to tasks."""
+        return self._url.render_as_string(hide_password=False)
+
     def close(self) -> None:
         """Close pooled connections (the object stays usable and reconnects on demand; on a
         server database they are the process's pool for this URL, which reconnects too)."""
