@@ -1,21 +1,26 @@
-"""Bounded parsing of one SQL expression with sqlglot (Spark dialect).
+"""Bounded parsing of SQL text with sqlglot (Spark dialect): the one front door for every SQL
+text acidorc reads (``rowFilter``, ``partitionFilter``, DML conditions and values, and the
+UPDATE / DELETE / MERGE statements of :mod:`.statements`).
 
-sqlglot's parser recurses about twenty Python frames per level of parentheses, so at the
-default recursion limit it fails near thirty levels. Text is tokenized first (to reject deep
-nesting with a position), parsed inline, and parsed again on a helper thread with a large stack
-and a raised recursion limit only when the inline attempt ran out of frames. Every failure
-becomes an :class:`InvalidArgumentError` with a plain-text position.
+One bound for all of them: at most MAX_TEXT_LENGTH characters and MAX_NESTING levels of
+parentheses, brackets and CASE, checked on the tokens before sqlglot's parser sees them (it
+recurses about twenty Python frames per level, so at the default recursion limit it fails near
+thirty levels). Text is parsed inline, and again on a helper thread with a large stack and a
+raised recursion limit only when the inline attempt ran out of frames. Every failure becomes an
+:class:`InvalidArgumentError` with a plain-text position (sqlglot's own messages underline with
+terminal escape codes).
 """
 
 from __future__ import annotations
 
 import sys
 import threading
+from dataclasses import dataclass
 
 from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import ParseError, TokenError
-from sqlglot.tokens import TokenType
+from sqlglot.tokens import Token, TokenType
 
 from ..errors import InvalidArgumentError
 
@@ -23,8 +28,9 @@ DIALECT = "spark"
 MAX_TEXT_LENGTH = 100_000
 MAX_NESTING = 200
 
-_OPENING = {TokenType.L_PAREN, TokenType.L_BRACKET, TokenType.CASE}
-_CLOSING = {TokenType.R_PAREN, TokenType.R_BRACKET, TokenType.END}
+#: tokens that open / close one level of nesting (what the parser recurses on)
+OPENING = frozenset({TokenType.L_PAREN, TokenType.L_BRACKET, TokenType.CASE})
+CLOSING = frozenset({TokenType.R_PAREN, TokenType.R_BRACKET, TokenType.END})
 _DEEP_STACK_BYTES = 256 * 1024 * 1024
 _DEEP_RECURSION_LIMIT = 60_000
 _DEEP_LOCK = threading.Lock()
@@ -49,56 +55,60 @@ def node_span(node: exp.Expression) -> tuple[int, int] | None:
     return (min(starts), max(ends)) if starts else None
 
 
-def parse_expression(text: str, argument: str) -> exp.Expression:
-    """The single sqlglot expression in ``text``."""
-    if not isinstance(text, str):
-        raise InvalidArgumentError(argument, f"expected a SQL expression string, got {type(text).__name__}")
+# --- the shared steps ---------------------------------------------------------------------------
+def length_problem(text: str, what: str) -> str | None:
+    """Why ``text`` is too long to parse (``what``: "expression", "statement"), or None."""
     if len(text) > MAX_TEXT_LENGTH:
-        raise InvalidArgumentError(
-            argument, f"the expression is {len(text)} characters long; at most {MAX_TEXT_LENGTH} are accepted")
-    dialect = Dialect.get_or_raise(DIALECT)
+        return f"the {what} is {len(text)} characters long; at most {MAX_TEXT_LENGTH} are accepted"
+    return None
+
+
+def tokenize(text: str) -> tuple[list[Token], int | None]:
+    """The tokens, and where reading failed (or None): the first character after the last
+    token that could be read, i.e. the start of an unterminated string, quoted name or comment."""
+    tokenizer = Dialect.get_or_raise(DIALECT).tokenizer()
     try:
-        tokens = dialect.tokenize(text)
-    except TokenError as exc:
-        raise InvalidArgumentError(argument, f"cannot read the expression: {_plain(str(exc))}") from None
-    _check_nesting(text, tokens, argument)
-
-    def parse():
-        return dialect.parser().parse(tokens, text)
-
-    try:
-        try:
-            statements = parse()
-        except RecursionError:
-            statements = _on_deep_stack(parse)
-    except ParseError as exc:
-        raise InvalidArgumentError(argument, _parse_error_message(exc)) from None
-    except RecursionError:
-        raise InvalidArgumentError(argument, "the expression is nested too deeply") from None
-    statements = [s for s in statements if s is not None]
-    if not statements:
-        raise InvalidArgumentError(argument, "the expression is empty")
-    if len(statements) > 1:
-        span = node_span(statements[1])
-        where = f" (the second starts at {position(text, span[0])})" if span else ""
-        raise InvalidArgumentError(argument, f"expected one expression, found {len(statements)} statements{where}")
-    return statements[0]
+        return tokenizer.tokenize(text), None
+    except TokenError:
+        tokens = list(getattr(tokenizer, "tokens", None) or [])
+        offset = tokens[-1].end + 1 if tokens else 0
+        while offset < len(text) and text[offset].isspace():
+            offset += 1
+        return tokens, offset
 
 
-def _check_nesting(text, tokens, argument) -> None:
+def too_deep_at(tokens: list[Token]) -> int | None:
+    """The offset of the first token nested deeper than MAX_NESTING, or None."""
     depth = 0
     for token in tokens:
-        if token.token_type in _OPENING:
+        if token.token_type in OPENING:
             depth += 1
             if depth > MAX_NESTING:
-                raise InvalidArgumentError(
-                    argument, f"the expression is nested more than {MAX_NESTING} levels deep "
-                              f"(at {position(text, token.start)})")
-        elif token.token_type in _CLOSING:
+                return token.start
+        elif token.token_type in CLOSING:
             depth = max(0, depth - 1)
+    return None
 
 
-def _on_deep_stack(function):
+def nesting_problem(what: str) -> str:
+    """The message for text nested deeper than MAX_NESTING (the caller adds where)."""
+    return f"the {what} is nested more than {MAX_NESTING} levels deep"
+
+
+def parse_tokens(text: str, tokens: list[Token]) -> list[exp.Expression]:
+    """sqlglot's parse of already-checked tokens, on a deep stack if the inline attempt runs
+    out of frames. Raises sqlglot's ParseError, or RecursionError even on the deep stack."""
+    def parse():
+        return Dialect.get_or_raise(DIALECT).parser().parse(tokens, text)
+
+    try:
+        statements = parse()
+    except RecursionError:
+        statements = on_deep_stack(parse)
+    return [s for s in statements if s is not None]
+
+
+def on_deep_stack(function):
     """Run ``function`` on a thread with a large stack and a raised recursion limit."""
     outcome = {}
 
@@ -124,7 +134,7 @@ def _on_deep_stack(function):
     return outcome["value"]
 
 
-def _plain(message: str) -> str:
+def plain(message: str) -> str:
     """Drop terminal escape sequences (sqlglot underlines the offending token with them)."""
     out, i = [], 0
     while i < len(message):
@@ -141,19 +151,72 @@ def _plain(message: str) -> str:
     return "".join(out)
 
 
-def _parse_error_message(exc: ParseError) -> str:
+@dataclass(frozen=True)
+class ParseFailure:
+    """What sqlglot's parser objected to, in plain words: the description, the offending
+    token's text, and where it ends (sqlglot's line and column; None when it gave none)."""
+
+    description: str
+    near: str
+    line: int | None
+    end_column: int | None
+
+
+def parse_failure(exc: ParseError) -> ParseFailure | None:
+    """The plain-words form of sqlglot's first parse error (None when it has no details)."""
     details = exc.errors[0] if getattr(exc, "errors", None) else None
     if not details:
-        return f"cannot parse the expression: {_plain(str(exc)).splitlines()[0]}"
-    description = _plain(str(details.get("description") or "syntax error"))
+        return None
+    description = plain(str(details.get("description") or "syntax error"))
     if "Required keyword" in description and "missing for" in description:
         kind = description.rsplit(".", 1)[-1].strip("'>\" ")
-        description = f"incomplete {kind} expression"
+        description = ("MERGE needs at least one WHEN [NOT] MATCHED clause" if kind == "Whens"
+                       else f"incomplete {kind} expression")
     elif description.startswith("Invalid expression / Unexpected token"):
         description = "unexpected token"
-    near = _plain(str(details.get("highlight") or "")).strip()
-    column = details.get("col")
+    line, column = details.get("line"), details.get("col")
+    near = plain(str(details.get("highlight") or ""))
+    return ParseFailure(description, near, line if isinstance(line, int) else None,
+                        column if isinstance(column, int) else None)
+
+
+# --- one expression -------------------------------------------------------------------------------
+def parse_expression(text: str, argument: str) -> exp.Expression:
+    """The single sqlglot expression in ``text``."""
+    if not isinstance(text, str):
+        raise InvalidArgumentError(argument, f"expected a SQL expression string, got {type(text).__name__}")
+    too_long = length_problem(text, "expression")
+    if too_long:
+        raise InvalidArgumentError(argument, too_long)
+    try:
+        tokens = Dialect.get_or_raise(DIALECT).tokenize(text)
+    except TokenError as exc:
+        raise InvalidArgumentError(argument, f"cannot read the expression: {plain(str(exc))}") from None
+    deep = too_deep_at(tokens)
+    if deep is not None:
+        raise InvalidArgumentError(argument, f"{nesting_problem('expression')} (at {position(text, deep)})")
+    try:
+        statements = parse_tokens(text, tokens)
+    except ParseError as exc:
+        raise InvalidArgumentError(argument, _parse_error_message(exc)) from None
+    except RecursionError:
+        raise InvalidArgumentError(argument, "the expression is nested too deeply") from None
+    if not statements:
+        raise InvalidArgumentError(argument, "the expression is empty")
+    if len(statements) > 1:
+        span = node_span(statements[1])
+        where = f" (the second starts at {position(text, span[0])})" if span else ""
+        raise InvalidArgumentError(argument, f"expected one expression, found {len(statements)} statements{where}")
+    return statements[0]
+
+
+def _parse_error_message(exc: ParseError) -> str:
+    failure = parse_failure(exc)
+    if failure is None:
+        return f"cannot parse the expression: {plain(str(exc)).splitlines()[0]}"
+    near = failure.near.strip()
+    column = failure.end_column
     if isinstance(column, int) and near and "\n" not in near:
         column = max(1, column - len(near) + 1)  # sqlglot gives the column where the token ends
-    where = f"line {details.get('line')}, column {column}"
-    return f"cannot parse the expression: {description} at {where}" + (f" (near {near!r})" if near else "")
+    where = f"line {failure.line}, column {column}"
+    return f"cannot parse the expression: {failure.description} at {where}" + (f" (near {near!r})" if near else "")

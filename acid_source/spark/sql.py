@@ -19,7 +19,8 @@ from typing import Any, Iterator
 
 from pyspark.errors import AnalysisException
 
-from ..dml.sql_statements import (
+from ..errors import InvalidArgumentError, TableNotRegisteredError, UnsupportedOperationError
+from ..expressions.statements import (
     DELETE,
     INSERT,
     MATCHED,
@@ -34,7 +35,6 @@ from ..dml.sql_statements import (
     source_query,
     statement_target,
 )
-from ..errors import InvalidArgumentError, TableNotRegisteredError, UnsupportedOperationError
 from ..metastore.engine import url_for_workers
 from ..options import storage_options_from
 from ..resolve import open_store

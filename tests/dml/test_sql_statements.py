@@ -1,4 +1,4 @@
-"""Parsing Spark SQL UPDATE / DELETE / MERGE into plain data (acid_source.dml.sql_statements).
+"""Parsing Spark SQL UPDATE / DELETE / MERGE into plain data (acid_source.expressions.statements).
 
 No Spark here: the expected statements are written out by hand, and the error tests check the
 position a user is shown (line, column, the statement line with a caret) character by character.
@@ -10,7 +10,8 @@ import pickle
 
 import pytest
 
-from acid_source.dml.sql_statements import (
+from acid_source.errors import InvalidArgumentError
+from acid_source.expressions.statements import (
     DeleteStatement,
     MergeClause,
     MergeStatement,
@@ -20,7 +21,6 @@ from acid_source.dml.sql_statements import (
     source_query,
     statement_target,
 )
-from acid_source.errors import InvalidArgumentError
 
 
 def error_of(statement: str) -> str:

@@ -2,7 +2,8 @@
 
 Spark SQL does not hand row-level DML to a Python data source, so ``acid_source.sql`` parses
 these statements itself (sqlglot, Spark dialect) and runs them through the ``AcidTable``
-builder. This module only parses: no Spark, no transaction store. Any other statement gives
+builder. This module only parses: no Spark, no transaction store; it shares the bounds (size,
+nesting) and the error wording of :mod:`.parsing` with every other SQL text acidorc reads. Any other statement gives
 ``None``, so the caller can pass it to ``spark.sql`` unchanged. Conditions and expressions come
 back as Spark SQL text, the form the builder takes. Errors are
 :class:`~acid_source.errors.InvalidArgumentError` about argument ``statement`` whose message
@@ -17,12 +18,21 @@ from typing import Mapping, Union
 from urllib.parse import urlsplit
 
 from sqlglot import exp
-from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import Token, TokenType
 
 from ..errors import InvalidArgumentError
-from ..expressions.parsing import _CLOSING, _OPENING, DIALECT, MAX_NESTING, _on_deep_stack, _plain, node_span
+from .parsing import (
+    DIALECT,
+    length_problem,
+    nesting_problem,
+    node_span,
+    parse_failure,
+    parse_tokens,
+    plain,
+    tokenize,
+    too_deep_at,
+)
 
 PATH_PREFIX = "acidorc"
 MATCHED, NOT_MATCHED, NOT_MATCHED_BY_SOURCE = "matched", "not_matched", "not_matched_by_source"
@@ -127,15 +137,20 @@ def parse_statement(text: str) -> Statement | None:
     """The DML statement in ``text``, or None when ``text`` is not UPDATE / DELETE / MERGE."""
     if not isinstance(text, str):
         raise InvalidArgumentError("statement", f"expected a SQL statement string, got {type(text).__name__}")
-    tokens, failed_at = _tokenize(text)
+    tokens, failed_at = tokenize(text)
     if not tokens or tokens[0].token_type not in _DML_TOKENS:
         return None
+    too_long = length_problem(text, "statement")
+    if too_long:
+        raise InvalidArgumentError("statement", too_long)
     if failed_at is not None:
         raise _error(text, failed_at, "cannot read the statement (an unterminated string, quoted name or comment?)")
     for before, after in zip(tokens, tokens[1:]):
         if before.token_type == TokenType.SEMICOLON and after.token_type != TokenType.SEMICOLON:
             raise _error(text, after.start, "expected one statement; another one starts")
-    _check_nesting(text, tokens)
+    deep = too_deep_at(tokens)
+    if deep is not None:
+        raise _error(text, deep, nesting_problem("statement"))
     node = _parse(text, tokens)
     if isinstance(node, exp.Update):
         return _update(text, node)
@@ -151,7 +166,7 @@ def statement_target(text: str) -> TableRef | None:
     caller then decides whether the parse error is acidorc's to report or Spark's)."""
     if not isinstance(text, str):
         return None
-    tokens, _ = _tokenize(text)
+    tokens, _ = tokenize(text)
     if not tokens or tokens[0].token_type not in _DML_TOKENS:
         return None
     start = 1
@@ -402,67 +417,25 @@ def _no_extra_clauses(text: str, node, statement: str, allowed: set[str]) -> Non
 
 
 # --- tokens, parsing, positions -------------------------------------------------------------
-def _tokenize(text: str) -> tuple[list[Token], int | None]:
-    """The tokens, and where reading failed (or None): the first character after the last
-    token that could be read, i.e. the start of an unterminated string or comment."""
-    tokenizer = Dialect.get_or_raise(DIALECT).tokenizer()
-    try:
-        return tokenizer.tokenize(text), None
-    except TokenError:
-        tokens = list(getattr(tokenizer, "tokens", None) or [])
-        offset = tokens[-1].end + 1 if tokens else 0
-        while offset < len(text) and text[offset].isspace():
-            offset += 1
-        return tokens, offset
-
-
-def _check_nesting(text: str, tokens: list[Token]) -> None:
-    """Refuse deep nesting before parsing: sqlglot recurses about twenty frames a level."""
-    depth = 0
-    for token in tokens:
-        if token.token_type in _OPENING:
-            depth += 1
-            if depth > MAX_NESTING:
-                raise _error(text, token.start, f"the statement is nested more than {MAX_NESTING} levels deep")
-        elif token.token_type in _CLOSING:
-            depth = max(0, depth - 1)
-
-
 def _parse(text: str, tokens: list[Token]) -> exp.Expression:
-    def parse():
-        return Dialect.get_or_raise(DIALECT).parser().parse(tokens, text)
-
     try:
-        try:
-            statements = parse()
-        except RecursionError:
-            statements = _on_deep_stack(parse)
+        return parse_tokens(text, tokens)[0]
     except ParseError as exc:
         raise _parse_error(text, exc) from None
     except RecursionError:
         raise _error(text, tokens[0].start, "the statement is nested too deeply") from None
-    statements = [s for s in statements if s is not None]
-    return statements[0]
 
 
 def _parse_error(text: str, exc: ParseError) -> InvalidArgumentError:
-    details = exc.errors[0] if getattr(exc, "errors", None) else {}
-    description = _plain(str(details.get("description") or "syntax error"))
-    if "Required keyword" in description and "missing for" in description:
-        kind = description.rsplit(".", 1)[-1].strip("'>\" ")
-        description = ("MERGE needs at least one WHEN [NOT] MATCHED clause" if kind == "Whens"
-                       else f"incomplete {kind} expression")
-    elif description.startswith("Invalid expression / Unexpected token"):
-        description = "unexpected token"
-    near = _plain(str(details.get("highlight") or ""))
-    line, column = details.get("line"), details.get("col")
-    if not isinstance(line, int) or not isinstance(column, int):
-        return InvalidArgumentError("statement", f"cannot parse the statement: {_plain(str(exc)).splitlines()[0]}")
+    failure = parse_failure(exc)
+    if failure is None or failure.line is None or failure.end_column is None:
+        return InvalidArgumentError("statement", f"cannot parse the statement: {plain(str(exc)).splitlines()[0]}")
+    near = failure.near
     # sqlglot reports the line and the column where the offending token ends
-    end = _offset(text, line, column)
+    end = _offset(text, failure.line, failure.end_column)
     start = end - len(near) + 1 if near and text[max(0, end - len(near) + 1):end + 1] == near else end
     suffix = f" (near {near!r})" if near.strip() else ""
-    return _error(text, start, f"cannot parse the statement: {description}{suffix}")
+    return _error(text, start, f"cannot parse the statement: {failure.description}{suffix}")
 
 
 def _offset(text: str, line: int, column: int) -> int:
@@ -485,7 +458,7 @@ def _error(text: str, offset: int, message: str) -> InvalidArgumentError:
     column = offset - line_start + 1
     pad = "".join("\t" if ch == "\t" else " " for ch in line_text[:column - 1])
     return InvalidArgumentError(
-        "statement", f"{message} at line {line_no}, column {column}:\n  {_plain(line_text)}\n  {pad}^")
+        "statement", f"{message} at line {line_no}, column {column}:\n  {plain(line_text)}\n  {pad}^")
 
 
 def _start(node, text: str, default: int = 0) -> int:
