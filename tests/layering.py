@@ -11,8 +11,10 @@ It reads imports at module level and inside functions (``import x``, ``from . im
 - ``store``: ``scan/`` and ``write/`` import neither ``metastore/`` nor ``txn`` / ``resolve``.
 - ``executor``: an executor-side module reaches no driver-side module over the static import
   graph, transitively. Importing ``a.b.c`` also runs ``a`` and ``a.b``'s ``__init__``, so those
-  are edges too (a module's own package is an edge "at line 0"). Imports under ``if TYPE_CHECKING:`` never run and are left out of this rule
-  (and only this rule).
+  are edges too (a module's own package is an edge "at line 0"). Imports under
+  ``if TYPE_CHECKING:`` never run and are left out of this rule (and only this rule).
+  Driver-side outside the package: SQLAlchemy (the store's client) and sqlglot (tasks receive
+  compiled predicates, never SQL text).
 - ``transactions``: only ``txn.py`` and ``metastore/`` call the store's transaction verbs. An
   ``ast`` check cannot know a receiver's type, so it flags what it can name: any call of
   ``.open_transaction(...)``, and ``.commit(...)`` / ``.abort(...)`` whose
@@ -37,7 +39,7 @@ EXECUTOR_SIDE = ("scan.reader", "scan.visibility", "scan.splits", "write.task", 
 DRIVER_SIDE = ("metastore.**", "txn", "resolve", "writes", "table", "tables", "heartbeat", "completeness",
                "scan.planner", "maintenance.compactor", "maintenance.initiator", "maintenance.cleaner",
                "dml.execution")
-DRIVER_SIDE_EXTERNAL = ("sqlalchemy", "sqlglot")  # the store client; the SQL parser (tasks get compiled predicates)
+DRIVER_SIDE_EXTERNAL = ("sqlalchemy", "sqlglot")
 
 # what each low layer may import from its own package (relative names; "x.**" is x and below)
 LAYER_ALLOWED = {
