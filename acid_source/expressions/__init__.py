@@ -1,7 +1,10 @@
 """SQL expressions (Spark dialect, parsed with sqlglot) as pyarrow compute expressions.
 
-Used for ``AcidTable.scan(rowFilter=...)`` and for the conditions and SET values of UPDATE,
-DELETE and MERGE. Depends on nothing in acid_source but :mod:`acid_source.errors`.
+The only place acidorc turns SQL text into something: ``AcidTable.scan(rowFilter=...)``, the
+``partitionFilter`` option (a condition on partition columns, see
+:func:`parse_partition_filter`), the conditions and SET values of UPDATE, DELETE and MERGE,
+and the statements of ``acid_source.sql`` (:mod:`.statements`). Depends on nothing in
+acid_source but :mod:`acid_source.errors`.
 
 Supported: comparisons (``= == != <> < <= > >= <=>``, ``IS [NOT] DISTINCT FROM``), AND / OR /
 NOT, ``[NOT] IN (...)``, ``[NOT] BETWEEN``, ``IS [NOT] NULL|TRUE|FALSE``, ``[NOT] LIKE`` /
@@ -22,6 +25,15 @@ decimal results wider than 38 digits are computed in double; NaN compares as in 
 an offset is wall-clock time, taken as UTC against a column with a time zone.
 """
 
-from .conditions import Condition, ValueExpression, parse_condition, parse_value_expression, partition_condition
+from .conditions import (
+    Condition,
+    ValueExpression,
+    columns_of,
+    parse_condition,
+    parse_partition_filter,
+    parse_value_expression,
+    partition_condition,
+)
 
-__all__ = ["Condition", "ValueExpression", "parse_condition", "parse_value_expression", "partition_condition"]
+__all__ = ["Condition", "ValueExpression", "columns_of", "parse_condition", "parse_partition_filter",
+           "parse_value_expression", "partition_condition"]

@@ -1,15 +1,18 @@
-"""The entry points: a SQL condition (``rowFilter``, DML ``WHERE`` / ``ON``) or a SQL value
-(``SET col = ...``) as a pyarrow compute expression over a table's schema."""
+"""The entry points: a SQL condition (``rowFilter``, ``partitionFilter``, DML ``WHERE`` /
+``ON``) or a SQL value (``SET col = ...``) as a pyarrow compute expression over a table's
+schema. Every one parses with the same grammar and bounds (:mod:`.parsing`) and compiles with
+the same :class:`~.compiler.Compiler`, so a condition means the same wherever it is given."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import exp
 
-from ..errors import InvalidArgumentError
+from ..errors import InvalidArgumentError, InvalidOptionError
 from .compiler import Compiler, Typed, chain_operands
 from .parsing import parse_expression
 from .sqltypes import describe, is_boolean, is_null
@@ -94,3 +97,53 @@ def partition_condition(text: str, schema: pa.Schema, partition_columns: list[st
     for part in parts[1:]:
         combined = combined & part
     return Condition(text, combined, frozenset(partition_columns))
+
+
+def parse_partition_filter(text: str, schema: pa.Schema, partition_columns: Sequence[str], *,
+                           option: str = "partitionFilter") -> Condition:
+    """Option ``partitionFilter``: a condition whose top-level conjuncts read partition columns
+    only, compiled exactly as :func:`parse_condition` compiles a ``rowFilter`` (so a partition
+    is kept exactly when its rows would pass that condition).
+
+    Errors are :class:`~acid_source.errors.InvalidOptionError` naming ``option``, with the
+    message :func:`parse_condition` gives for the same text; a conjunct reading another column
+    is refused with a message naming it and listing the partition columns.
+    """
+    try:
+        condition = parse_condition(text, schema, argument=option)
+        wanted = {c.lower() for c in partition_columns}
+        if all(c.lower() in wanted for c in condition.columns):
+            return condition
+        known = ", ".join(partition_columns) or "none: the table is not partitioned"
+        for node in chain_operands(parse_expression(text, option), exp.And):  # the first conjunct at fault
+            compiler = Compiler(text, schema, option)
+            compiler.compile(node)
+            others = sorted(c for c in compiler.columns if c.lower() not in wanted)
+            if others:
+                compiler.fail(node, f"{others[0]!r} is not a partition column (partition columns: {known})")
+        others = sorted(c for c in condition.columns if c.lower() not in wanted)
+        raise InvalidArgumentError(option, f"{others[0]!r} is not a partition column (partition columns: {known})")
+    except InvalidArgumentError as exc:
+        raise InvalidOptionError(option, str(exc).removeprefix(f"argument '{option}': ")) from None
+
+
+def columns_of(text: object, columns: Sequence[str]) -> list[str] | None:
+    """The columns of ``columns`` a SQL condition reads, in the order it names them (a column
+    read twice is listed twice); ``[]`` for no condition. None - "unknown: read them all" -
+    when it is not SQL text, does not parse, or names something not in ``columns``."""
+    if text is None:
+        return []
+    if not isinstance(text, str):
+        return None
+    try:
+        tree = parse_expression(text, "condition")
+    except InvalidArgumentError:
+        return None
+    by_lower = {c.lower(): c for c in columns}
+    found = []
+    for node in tree.find_all(exp.Column):
+        name = by_lower.get(node.name.lower())
+        if name is None:
+            return None
+        found.append(name)
+    return found

@@ -188,10 +188,10 @@ def parse_expression(text: str, argument: str) -> exp.Expression:
     too_long = length_problem(text, "expression")
     if too_long:
         raise InvalidArgumentError(argument, too_long)
-    try:
-        tokens = Dialect.get_or_raise(DIALECT).tokenize(text)
-    except TokenError as exc:
-        raise InvalidArgumentError(argument, f"cannot read the expression: {plain(str(exc))}") from None
+    tokens, failed_at = tokenize(text)
+    if failed_at is not None:
+        raise InvalidArgumentError(argument, "cannot read the expression (an unterminated string, quoted name or "
+                                             f"comment?) at {position(text, failed_at)}")
     deep = too_deep_at(tokens)
     if deep is not None:
         raise InvalidArgumentError(argument, f"{nesting_problem('expression')} (at {position(text, deep)})")

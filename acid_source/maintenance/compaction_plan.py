@@ -16,19 +16,21 @@ them (HIVE_ACID_FORMAT.md 2.4, 8.1).
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 import pyarrow as pa
 
+from ..completeness import partition_key
 from ..errors import InvalidArgumentError, TableNotRegisteredError
-from ..filters import partition_matches
+from ..expressions import parse_partition_filter
 from ..layout.acid_state import AcidState
 from ..layout.names import base_dir_name, delta_dir_name
 from ..layout.table_dirs import INSERT_ONLY, PartitionDir, acid_state_for, convert_partition_value
 from ..layout.writeids import ValidTxnList, ValidWriteIdList
 from ..orc.codecs import canonical_codec
 from ..orc.writer import BASE_STRIPE_SIZE, DELTA_STRIPE_SIZE
-from ..scan.planner import TableScan
+from ..scan.planner import TableScan, partition_may_match
 from ..scan.resolved import ResolvedTable, nullable
 from ..scan.splits import FileSlice
 from .compaction_tasks import KINDS, MAJOR, MINOR, CompactionTask
@@ -83,11 +85,17 @@ class CompactionPlan:
         return [d for o in self.objects for d in o.outputs]
 
 
-def plan_compaction(table: ResolvedTable, kind: str, txn_id: int, *,
-                    partition_filter: str | None = None) -> CompactionPlan:
+def plan_compaction(table: ResolvedTable, kind: str, txn_id: int, *, partition_filter: str | None = None,
+                    partitions: Collection[str] | None = None) -> CompactionPlan:
     """The compaction of ``table`` by transaction ``txn_id``. ``table`` must be resolved at the
     store's current snapshot (taken after ``txn_id`` opened, which must be open in its
-    transaction list); the compactor's bound is derived from it here."""
+    transaction list); the compactor's bound is derived from it here.
+
+    Only the data objects matching ``partition_filter`` (a SQL condition on partition columns,
+    the user's ``partitionFilter``) and, if given, at ``partitions`` are compacted.
+    ``partitions`` are paths relative to the table root as on storage ("" for an
+    unpartitioned table, ``p=1/q=a``), matched by value (``p=01`` is ``p=1`` for an integer
+    ``p``): internal callers name data objects this way, never with SQL built from values."""
     kind = compaction_kind(kind)
     info = table.info
     if info is None:
@@ -101,19 +109,21 @@ def plan_compaction(table: ResolvedTable, kind: str, txn_id: int, *,
     layout = table.layout
     root = layout.storage.root.rstrip("/")
     part_fields = [table.schema().field(c) for c in table.partition_columns]
-    predicate = None
+    chosen = None
     if partition_filter is not None:
         if not part_fields:
             raise InvalidArgumentError("partitionFilter", f"{table.location} is not partitioned")
-        from ..partition_filter import parse_partition_filter
-
-        predicate = parse_partition_filter(partition_filter, part_fields)
+        chosen = parse_partition_filter(partition_filter, table.schema(), list(table.partition_columns)).expression
+    key = partition_key(info)
+    wanted = None if partitions is None else {key(p.strip("/")) for p in partitions}
     scan = TableScan(table)
     data_schema = nullable(pa.schema([info.schema.field(n) for n in info.data_columns]))
     compression = canonical_codec(info.compression)
     for part in layout.partitions:
         rel = part.path[len(root):].strip("/")
-        if predicate is not None and not _matches(predicate, part, part_fields):
+        if wanted is not None and key(rel) not in wanted:
+            continue
+        if chosen is not None and not _chosen(chosen, part, part_fields):
             continue
         state = acid_state_for(layout, part, write_ids, table.txns)
         reason = _nothing_to_do(kind, state, write_ids)
@@ -124,9 +134,11 @@ def plan_compaction(table: ResolvedTable, kind: str, txn_id: int, *,
     return plan
 
 
-def _matches(predicate, part: PartitionDir, part_fields: list[pa.Field]) -> bool:
-    values = {f.name.lower(): convert_partition_value(raw, f.type) for raw, f in zip(part.raw_values, part_fields)}
-    return partition_matches([predicate], values)
+def _chosen(condition, part: PartitionDir, part_fields: list[pa.Field]) -> bool:
+    """Does partitionFilter's compiled condition hold on this partition's values (as a read
+    with that option would decide)?"""
+    values = tuple(convert_partition_value(raw, f.type) for raw, f in zip(part.raw_values, part_fields))
+    return partition_may_match(condition, part_fields, values, "partitionFilter")
 
 
 def _nothing_to_do(kind: str, state: AcidState, write_ids: ValidWriteIdList) -> str | None:

@@ -117,6 +117,15 @@ class TableScan:
         condition = partition_condition(self.row_filter, output_schema, [f.name for f in part_fields])
         return None if condition is None else condition.expression
 
+    def _partition_filter(self, output_schema: pa.Schema, part_fields: list[pa.Field]):
+        """Option partitionFilter as a pyarrow Expression on the partition columns: compiled as
+        rowFilter is, so a partition is read exactly when its rows would pass it."""
+        if not self.partition_filter:
+            return None
+        from ..expressions import parse_partition_filter
+
+        return parse_partition_filter(self.partition_filter, output_schema, [f.name for f in part_fields]).expression
+
     # --- planning -----------------------------------------------------------------------------
     def plan(self, output_schema: pa.Schema,
              predicates: Sequence[Predicate] = ()) -> tuple[ReadContext, list[BucketSplit]]:
@@ -124,10 +133,7 @@ class TableScan:
         part_fields = self.partition_fields(output_schema)
         part_names = [f.name.lower() for f in part_fields]
         part_preds = [p for p in predicates if p.columns <= set(part_names)]
-        if self.partition_filter:
-            from ..partition_filter import parse_partition_filter
-
-            part_preds.append(parse_partition_filter(self.partition_filter, part_fields))
+        chosen = self._partition_filter(output_schema, part_fields)
         data_preds = tuple(p for p in predicates if p.top_column is not None and p.top_column not in part_names)
         ctx = ReadContext(
             storage=self.storage,
@@ -145,7 +151,9 @@ class TableScan:
             values = tuple(convert_partition_value(raw, f.type) for raw, f in zip(part.raw_values, part_fields))
             if part_preds and not partition_matches(part_preds, dict(zip(part_names, values))):
                 continue
-            if prune is not None and not _may_match(prune, part_fields, values):
+            if chosen is not None and not partition_may_match(chosen, part_fields, values, "partitionFilter"):
+                continue
+            if prune is not None and not partition_may_match(prune, part_fields, values):
                 continue
             state = acid_state_for(self.layout, part, self.write_ids, self.txns)
             buckets: dict[int, dict[str, list[FileSlice]]] = defaultdict(lambda: {"inserts": [], "deletes": []})
@@ -252,12 +260,17 @@ def _with_stripes(s: FileSlice, first: int, last: int) -> FileSlice:
     return dataclasses.replace(s, stripes=(first, last))
 
 
-def _may_match(condition, part_fields: list[pa.Field], values: tuple) -> bool:
+def partition_may_match(condition, part_fields: list[pa.Field], values: tuple, option: str | None = None) -> bool:
     """Can a row of the partition with these values pass ``condition`` (partition columns only)?
     Evaluated on the values exactly as the reader fills the columns. An evaluation error keeps
-    the partition: its rows would meet the same error in the read, which reports it."""
+    the partition when rows are filtered again (rowFilter: its rows would meet the same error
+    in the read, which reports it); for a condition that only selects partitions (``option``,
+    partitionFilter) nothing would report it, so it is an :class:`InvalidOptionError` here."""
     row = pa.table({f.name: pa.array([v], f.type) for f, v in zip(part_fields, values)})
     try:
         return row.filter(condition).num_rows == 1
-    except (pa.ArrowException, ArithmeticError, TypeError, ValueError):
-        return True
+    except (pa.ArrowException, ArithmeticError, TypeError, ValueError) as exc:
+        if option is None:
+            return True
+        shown = ", ".join(f"{f.name}={v!r}" for f, v in zip(part_fields, values))
+        raise InvalidOptionError(option, f"cannot evaluate it on the partition {shown}: {exc}") from None
