@@ -229,3 +229,73 @@ class _Parser:
 def _unquote_string(literal: str) -> str:
     body = literal[1:-1]
     return re.sub(r"\\(.)", r"\1", body)
+
+
+# --- Spark's JSON schemas ------------------------------------------------------------------------
+_JSON_SIMPLE = {**_SIMPLE, "integer": pa.int32(), "null": pa.null()}
+_JSON_PARAMETRIZED = re.compile(r"(decimal|char|varchar)\(\s*(\d+)\s*(?:,\s*(\d+)\s*)?\)")
+
+
+def parse_json_schema(text: str) -> pa.Schema:
+    """The pyarrow schema of a Spark schema in its JSON form (``StructType.json()``), as
+    ``to_arrow_schema(timezone="UTC")`` gives it - without importing pyspark: a ``StructType``
+    reaches the core as ``schema.json()`` (field metadata such as comments is kept)."""
+    try:
+        tree = json.loads(text)
+    except (TypeError, ValueError) as exc:
+        raise SchemaError(f"not a Spark JSON schema: {exc}") from None
+    if not isinstance(tree, dict) or tree.get("type") != "struct":
+        raise SchemaError(f"a Spark JSON schema is a struct, got {str(text)[:80]!r}")
+    return pa.schema(_json_fields(tree, "the schema"))
+
+
+def _json_fields(struct: dict, where: str) -> list[pa.Field]:
+    fields = struct.get("fields")
+    if not isinstance(fields, list):
+        raise SchemaError(f"{where}: a Spark JSON struct without a list of fields")
+    out = []
+    for f in fields:
+        if not isinstance(f, dict) or not isinstance(f.get("name"), str):
+            raise SchemaError(f"{where}: a field without a name: {f!r}")
+        name = f["name"]
+        metadata = f.get("metadata") or None
+        out.append(pa.field(name, _json_type(f.get("type"), name), nullable=bool(f.get("nullable", True)),
+                            metadata={SPARK_METADATA_KEY: json.dumps(metadata).encode()} if metadata else None))
+    return out
+
+
+def _json_type(node, column: str) -> pa.DataType:
+    if isinstance(node, str):
+        word = node.strip().lower()
+        if word in _JSON_SIMPLE:
+            return _JSON_SIMPLE[word]
+        if word == "string" or word.startswith("string collate "):
+            return pa.string()
+        m = _JSON_PARAMETRIZED.fullmatch(word)
+        if m is not None:
+            if m.group(1) != "decimal":
+                return pa.string()
+            precision, scale = int(m.group(2)), int(m.group(3) or 0)
+            if not 1 <= precision <= _MAX_PRECISION or not 0 <= scale <= precision:
+                raise SchemaError(f"column {column!r}: {node} needs 1 <= precision <= {_MAX_PRECISION} and "
+                                  "0 <= scale <= precision", column=column)
+            return pa.decimal128(precision, scale)
+        if word.split(" ")[0].split("(")[0] in _NOT_STORABLE:
+            raise SchemaError(f"column {column!r}: Spark type {node!r} cannot be stored in a Hive ACID ORC table",
+                              column=column)
+        raise SchemaError(f"column {column!r}: unknown Spark data type {node!r}", column=column)
+    if isinstance(node, dict):
+        kind = node.get("type")
+        if kind == "array":
+            element = _json_type(node.get("elementType"), column)
+            return pa.list_(pa.field("element", element, nullable=bool(node.get("containsNull", True))))
+        if kind == "map":
+            key = _json_type(node.get("keyType"), column)
+            value = _json_type(node.get("valueType"), column)
+            return pa.map_(pa.field("key", key, nullable=False),
+                           pa.field("value", value, nullable=bool(node.get("valueContainsNull", True))))
+        if kind == "struct":
+            return pa.struct(_json_fields(node, f"column {column!r}"))
+        if kind == "udt" and "sqlType" in node:  # a user-defined type is stored as its SQL type
+            return _json_type(node["sqlType"], column)
+    raise SchemaError(f"column {column!r}: unknown Spark data type {node!r}", column=column)

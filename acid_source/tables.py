@@ -6,8 +6,8 @@ import os
 
 import pyarrow as pa
 
-from .ddl import parse_ddl_schema
-from .errors import InvalidArgumentError
+from .ddl import parse_ddl_schema, parse_json_schema
+from .errors import InvalidArgumentError, SchemaError
 from .metastore import Metastore
 from .metastore.tableinfo import TableInfo, normalize_location
 from .storage import Storage, option_pairs
@@ -16,16 +16,17 @@ from .storage import Storage, option_pairs
 def table_schema(schema) -> pa.Schema:
     """A table schema given as a pyarrow schema, a Spark DDL string or a Spark ``StructType``.
 
-    Only a ``StructType`` needs pyspark, and only then is it imported: the core works without it.
+    A ``StructType`` is read through its JSON form (``schema.json()``), so the core never
+    imports pyspark, nor anything of :mod:`acid_source.spark`.
     """
     if isinstance(schema, pa.Schema):
         return schema
     if isinstance(schema, str):
         return parse_ddl_schema(schema)
     if type(schema).__module__.startswith("pyspark"):
-        from .spark.types import arrow_schema_of
-
-        return arrow_schema_of(schema)
+        if type(schema).__name__ != "StructType":
+            raise SchemaError(f"expected a Spark StructType, got {type(schema).__name__}")
+        return parse_json_schema(schema.json())
     raise InvalidArgumentError("schema", "expected a pyarrow.Schema, a DDL string such as 'id bigint, name string' "
                                          f"or a Spark StructType, got {type(schema).__name__}")
 

@@ -123,6 +123,43 @@ def test_ddl_matches_sparks_own_parser(spark, ddl):
     assert parse_ddl_schema(ddl).equals(expected, check_metadata=True)
 
 
+STRUCT_TYPE_DDLS = SPARK_DDLS + [
+    "d decimal(38,18), e decimal(1,0), t timestamp_ntz, n array<struct<a:decimal(5,2),b:timestamp_ntz>>, "
+    "m map<int, struct<x: array<date> not null comment 'in a map'>>, v void",
+]
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("ddl", STRUCT_TYPE_DDLS)
+def test_struct_type_converts_as_sparks_own_arrow_conversion(spark, ddl):
+    """A StructType reaches the core as its JSON (the core never imports acid_source.spark);
+    the schema is exactly what pyspark's to_arrow_schema gives, nested, decimal and
+    timestamp_ntz types and comments included."""
+    from pyspark.sql.types import ArrayType, IntegerType, MapType, StructField, StructType
+
+    from acid_source.spark.types import arrow_schema_of
+    from acid_source.tables import table_schema
+
+    struct = spark.createDataFrame([], ddl).schema
+    assert table_schema(struct).equals(arrow_schema_of(struct), check_metadata=True)
+    # nullability Spark's DDL cannot spell: non-null elements and map values
+    odd = StructType([StructField("a", ArrayType(IntegerType(), containsNull=False), False),
+                      StructField("m", MapType(IntegerType(), IntegerType(), valueContainsNull=False))])
+    assert table_schema(odd).equals(arrow_schema_of(odd), check_metadata=True)
+
+
+def test_struct_types_spark_cannot_store_are_schema_errors():
+    from acid_source.ddl import parse_json_schema
+
+    with pytest.raises(SchemaError, match="'i'.*cannot be stored"):
+        parse_json_schema('{"type":"struct","fields":[{"name":"i","type":"interval day to second",'
+                          '"nullable":true,"metadata":{}}]}')
+    with pytest.raises(SchemaError, match="'u'.*unknown Spark data type"):
+        parse_json_schema('{"type":"struct","fields":[{"name":"u","type":"uuid","nullable":true,"metadata":{}}]}')
+    with pytest.raises(SchemaError, match="not a Spark JSON schema"):
+        parse_json_schema("id bigint")
+
+
 def test_create_table_from_a_struct_type(tmp_path, store):
     from pyspark.sql.types import ArrayType, LongType, StringType, StructField, StructType, TimestampNTZType
 
