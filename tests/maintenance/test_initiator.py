@@ -17,22 +17,13 @@ import pytest
 
 from acid_source import AcidTable, create_table
 from acid_source.errors import InvalidOptionError, MetastoreNotFoundError, TableNotRegisteredError
-from acid_source.filters import partition_matches
-from acid_source.layout.table_dirs import convert_partition_value
-from acid_source.maintenance import initiator
+from acid_source.maintenance import initiator, thresholds
+from acid_source.maintenance.auto_compact import maybe_compact_after_commit
 from acid_source.maintenance.compactor import compact_table, run_in_process
-from acid_source.maintenance.initiator import (
-    assess,
-    compaction_needed,
-    data_objects,
-    maybe_compact_after_commit,
-    partition_condition,
-    run_initiator,
-    table_settings,
-)
+from acid_source.maintenance.initiator import run_initiator
+from acid_source.maintenance.thresholds import assess, compaction_needed, data_objects, table_settings
 from acid_source.metastore import Metastore
 from acid_source.options import WriteOptions
-from acid_source.partition_filter import parse_partition_filter
 from acid_source.resolve import resolve_table
 from acid_source.storage import Storage
 from acid_source.txn import Transaction
@@ -103,8 +94,8 @@ def _decide(path, url):
     settings = table_settings(table.info.properties)
     decisions = {}
     for obj in data_objects(table):
-        decisions[obj.partition] = assess(table, obj, initiator.aborted_count(obj), settings)
-        assert compaction_needed(table, obj, initiator.aborted_count(obj), settings) == decisions[obj.partition].kind
+        decisions[obj.partition] = assess(table, obj, thresholds.aborted_count(obj), settings)
+        assert compaction_needed(table, obj, thresholds.aborted_count(obj), settings) == decisions[obj.partition].kind
     return decisions
 
 
@@ -263,13 +254,13 @@ def test_deltas_at_or_above_the_lowest_open_write_id_do_not_count(tmp_path, url)
 
 # --- settings ---------------------------------------------------------------------------------
 def test_settings_table_property_over_environment_over_hive_default():
-    assert table_settings({}, env={}) == initiator.CompactorSettings(10, 0.1, 1000, 2, 300.0)
+    assert table_settings({}, env={}) == thresholds.CompactorSettings(10, 0.1, 1000, 2, 300.0)
     env = {"ACIDORC_COMPACTOR_DELTA_NUM_THRESHOLD": "4", "ACIDORC_COMPACTOR_DELTA_PCT_THRESHOLD": "0.5",
            "ACIDORC_COMPACTOR_ABORTEDTXN_THRESHOLD": "7",
            "ACIDORC_COMPACTOR_INITIATOR_FAILED_COMPACTS_THRESHOLD": "3", "ACIDORC_COMPACTOR_CHECK_INTERVAL": "5m"}
-    assert table_settings({}, env=env) == initiator.CompactorSettings(4, 0.5, 7, 3, 300.0)
+    assert table_settings({}, env=env) == thresholds.CompactorSettings(4, 0.5, 7, 3, 300.0)
     props = {NUM: "20", "COMPACTORTHRESHOLD.hive.compactor.delta.pct.threshold": "0.25"}
-    assert table_settings(props, env=env) == initiator.CompactorSettings(20, 0.25, 7, 3, 300.0)
+    assert table_settings(props, env=env) == thresholds.CompactorSettings(20, 0.25, 7, 3, 300.0)
     assert table_settings({}, env={"ACIDORC_COMPACTOR_CHECK_INTERVAL": "500ms"}).check_interval == 0.5
     with pytest.raises(InvalidOptionError, match=NUM):
         table_settings({NUM: "ten"}, env={})
@@ -278,9 +269,9 @@ def test_settings_table_property_over_environment_over_hive_default():
     with pytest.raises(InvalidOptionError, match="ACIDORC_COMPACTOR_DELTA_PCT_THRESHOLD"):
         table_settings({}, env={"ACIDORC_COMPACTOR_DELTA_PCT_THRESHOLD": "nan"})
     with pytest.raises(InvalidOptionError, match="ACIDORC_AUTO_COMPACT"):
-        initiator.after_commit_enabled({"ACIDORC_AUTO_COMPACT": "maybe"})
-    assert initiator.auto_compaction_disabled({"NO_AUTO_COMPACTION": "TRUE"})
-    assert not initiator.auto_compaction_disabled({"no_auto_compaction": "false"})
+        thresholds.after_commit_enabled({"ACIDORC_AUTO_COMPACT": "maybe"})
+    assert thresholds.auto_compaction_disabled({"NO_AUTO_COMPACTION": "TRUE"})
+    assert not thresholds.auto_compaction_disabled({"no_auto_compaction": "false"})
 
 
 def test_environment_threshold_applies_to_real_tables(tmp_path, url, monkeypatch):
@@ -338,20 +329,34 @@ def test_the_environment_switch_turns_the_after_commit_trigger_off(tmp_path, url
     assert entry["status"] == "compacted"
 
 
-# --- partition filters ------------------------------------------------------------------------
-@pytest.mark.parametrize("types", [(pa.string(), pa.int32()), (pa.date32(), pa.int64())])
-def test_partition_condition_selects_exactly_its_partition(types):
-    fields = [pa.field("p", types[0]), pa.field("q`x", types[1])]
-    if pa.types.is_string(types[0]):
-        raw = ["it's", "a\\b", "a\\'b", "x\ny", "ü€", "' OR 1=1 --", "", None]
-    else:
-        raw = ["2024-01-01", "2024-02-29", None]
-    parts = [(a, b) for a in raw for b in ("1", "-7", None)]
-    for target in parts:
-        pred = parse_partition_filter(partition_condition(["p", "q`x"], target), fields)
-        matched = [v for v in parts if partition_matches(
-            [pred], {f.name.lower(): convert_partition_value(r, f.type) for f, r in zip(fields, v)})]
-        assert matched == [target]
+# --- naming data objects: typed paths, not SQL built from values ------------------------------
+def test_compaction_of_named_partitions_selects_exactly_them(tmp_path, url):
+    """The initiator names the data objects it compacts by their paths (as on storage), so
+    values that would need quoting in SQL select exactly their partition."""
+    path = _table(tmp_path / "t", url, schema=PART_SCHEMA, partition_columns=["p"])
+    t = AcidTable.load(path, metastoreUrl=url)
+    values = ["it's", "a\\b", "a\\'b", "' OR 1=1 --", "ü€", "x y", None]
+    for i, value in enumerate(values):
+        t.append(pa.table({"id": pa.array([i], pa.int64()), "s": ["x"], "p": pa.array([value], pa.string())}))
+    rels = sorted(e.name for e in os.scandir(path) if e.is_dir() and e.name.startswith("p="))
+    assert len(rels) == len(values)
+    for rel in rels:
+        metrics = compact_table(path, "major", partitions=[rel], metastore_url=url)
+        assert metrics["partitions"] == [rel]
+    assert sorted(r["id"] for r in t.toArrow().to_pylist()) == list(range(len(values)))
+
+
+def test_named_partitions_match_by_value(tmp_path, url):
+    """``p=01`` names the partition of the int 1, wherever it is spelled ``p=1`` (as the
+    completeness check matches data objects)."""
+    schema = pa.schema([("id", pa.int64()), ("s", pa.string()), ("p", pa.int32())])
+    path = _table(tmp_path / "t", url, schema=schema, partition_columns=["p"])
+    t = AcidTable.load(path, metastoreUrl=url)
+    for p in (1, 1, 2, 2):
+        t.append(pa.table({"id": pa.array([p], pa.int64()), "s": ["x"], "p": pa.array([p], pa.int32())}))
+    metrics = compact_table(path, "minor", partitions=["p=01"], metastore_url=url)
+    assert metrics["partitions"] == ["p=1"]
+    assert compact_table(path, "minor", partitions=[], metastore_url=url)["partitions"] == []
 
 
 # --- compacting: exactly the objects over a threshold ---------------------------------------------
