@@ -20,12 +20,15 @@ import signal
 import time
 from pathlib import Path
 
-ENV = "ACIDORC_CRASH_AT"
-PAUSE_ENV = "ACIDORC_PAUSE_AT"
-PAUSE_DIR_ENV = "ACIDORC_PAUSE_DIR"
+from . import settings
+
+# the variables' names (declared in settings.py), for tests that arm a process
+ENV = settings.CRASH_AT.name
+PAUSE_ENV = settings.PAUSE_AT.name
+PAUSE_DIR_ENV = settings.PAUSE_DIR.name
 #: Seconds a paused process waits to be released before it gives up (TimeoutError).
-PAUSE_TIMEOUT_ENV = "ACIDORC_PAUSE_TIMEOUT"
-DEFAULT_PAUSE_TIMEOUT = 300.0
+PAUSE_TIMEOUT_ENV = settings.PAUSE_TIMEOUT.name
+DEFAULT_PAUSE_TIMEOUT = settings.PAUSE_TIMEOUT.default
 
 #: Every step the suite crashes at, in the order a write passes them.
 STEPS = (
@@ -49,13 +52,13 @@ PAUSE_STEPS = (
 
 
 def crash_point(step: str) -> None:
-    if os.environ.get(ENV) == step:
+    if settings.CRASH_AT.get() == step:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
 def pause_point(step: str) -> None:
     """Wait here while a test holds ``step`` (see the module docstring)."""
-    if os.environ.get(PAUSE_ENV) == step:
+    if settings.PAUSE_AT.get() == step:
         _pause(step)
 
 
@@ -65,11 +68,10 @@ def _fifos(directory: str | os.PathLike, step: str) -> tuple[Path, Path]:
 
 
 def _pause(step: str) -> None:
-    directory = os.environ.get(PAUSE_DIR_ENV, "").strip()
+    directory = settings.PAUSE_DIR.get()
     if not directory:
         raise RuntimeError(f"${PAUSE_ENV} names {step!r} but ${PAUSE_DIR_ENV} is not set")
-    text = os.environ.get(PAUSE_TIMEOUT_ENV, "").strip()
-    timeout = float(text) if text else DEFAULT_PAUSE_TIMEOUT
+    timeout = settings.PAUSE_TIMEOUT.get()
     reached, release = _fifos(directory, step)
     # open our end of the release FIFO first, so that the test can write into it as soon as it
     # hears we are here (a FIFO opened for reading without blocking waits for no writer)

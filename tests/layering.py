@@ -35,7 +35,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 EXECUTOR_SIDE = ("scan.reader", "scan.visibility", "scan.splits", "write.task", "write.rows", "orc.**",
-                 "layout.**", "dml.events", "maintenance.compaction_tasks", "errors", "storage", "faults")
+                 "layout.**", "dml.events", "maintenance.compaction_tasks", "errors", "storage", "faults",
+                 "settings")
 DRIVER_SIDE = ("metastore.**", "txn", "resolve", "writes", "table", "tables", "heartbeat", "completeness",
                "scan.planner", "maintenance.compactor", "maintenance.initiator", "maintenance.cleaner",
                "dml.execution")

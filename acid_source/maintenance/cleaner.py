@@ -75,7 +75,7 @@ from ..layout.names import parse_dir_name
 from ..layout.table_dirs import REMOVING_MARKER, discover_layout
 from ..metastore import Metastore
 from ..metastore.leases import CleanerView
-from ..options import parse_bool, parse_seconds
+from ..settings import VACUUM_AFTER_COMPACTION, VACUUM_RETENTION_SECONDS, parse_seconds
 from ..storage import FileEntry, Storage, option_pairs
 from ..write.cleanup import remove_empty_parents
 from .aborted import DEFAULT_EXPIRY_SECONDS
@@ -84,10 +84,7 @@ log = logging.getLogger(__name__)
 
 #: Snapshots taken less than this long ago are protected even before their reader records a
 #: lease (Hive 4's ``hive.compactor.cleaner.retention.time.seconds`` is 300 too).
-DEFAULT_RETENTION_SECONDS = 300.0
-RETENTION_ENV = "ACIDORC_VACUUM_RETENTION_SECONDS"
-#: ``false`` switches off the vacuum a compaction runs after it commits.
-AFTER_COMPACTION_ENV = "ACIDORC_VACUUM_AFTER_COMPACTION"
+DEFAULT_RETENTION_SECONDS = VACUUM_RETENTION_SECONDS.default
 #: Open transactions silent for longer than this are presumed dead and protect nothing.
 TXN_TIMEOUT_SECONDS = DEFAULT_EXPIRY_SECONDS
 #: Prefix of the hidden name a directory gets while it is being removed.
@@ -95,8 +92,7 @@ REMOVING_PREFIX = ".acidorc-vacuum-"
 
 
 def default_retention_seconds() -> float:
-    text = os.environ.get(RETENTION_ENV, "").strip()
-    return parse_seconds(f"${RETENTION_ENV}", text) if text else DEFAULT_RETENTION_SECONDS
+    return VACUUM_RETENTION_SECONDS.get()
 
 
 @dataclass
@@ -170,8 +166,7 @@ def vacuum_after_compaction(location: str, *, metastore_url: str | None = None, 
     With the default retention it removes what earlier compactions made obsolete; the inputs
     of this one go in a later run, once no reader without a lease can need them."""
     if enabled is None:
-        text = os.environ.get(AFTER_COMPACTION_ENV, "").strip()
-        enabled = parse_bool(f"${AFTER_COMPACTION_ENV}", text) if text else True
+        enabled = VACUUM_AFTER_COMPACTION.get()
     if not enabled:
         return None
     try:
