@@ -77,8 +77,10 @@ class TransactionRef:
 
 @dataclass
 class Transaction:
-    """An open transaction. Use it as a context manager: it commits on a clean exit (with the
-    operation and touched data objects recorded on it) and aborts on an exception.
+    """An open transaction. Use it as a context manager - every write of acidorc does
+    (:mod:`acid_source.commit`): it commits on a clean exit (with the operation and touched
+    data objects recorded on it by :meth:`set_commit`; a block that committed or aborted
+    explicitly is left as it is) and aborts on an exception, removing what was written.
 
     >>> with Transaction.begin(metastore, description="append t") as txn:  # doctest: +SKIP
     ...     write_id = txn.allocate_write_id(table, storage)
@@ -92,6 +94,7 @@ class Transaction:
     _written: dict[int, tuple[Storage, int | None, set[str]]] = field(default_factory=dict, repr=False)
     _pending: tuple[str, dict] | None = field(default=None, repr=False)
     state: str = OPEN
+    description: str = ""
 
     # --- opening ---------------------------------------------------------------------------
     @classmethod
@@ -100,7 +103,7 @@ class Transaction:
         ``"process"`` (a detached process watching the Spark driver does; for transactions opened
         in a short-lived Spark worker) or ``"none"``."""
         txn_id = metastore.open_transaction(description=description)
-        txn = cls(metastore, txn_id)
+        txn = cls(metastore, txn_id, description=description)
         if heartbeat == "thread":
             txn._heartbeat = HeartbeatThread(metastore, txn_id).start()
         elif heartbeat == "process":
@@ -246,7 +249,7 @@ class Transaction:
         if self.state != OPEN:
             return
         if exc_type is not None:
-            self.abort(f"{exc_type.__name__}: {exc}")
+            self.abort(f"{self.description or 'the transaction'} failed: {exc_type.__name__}: {exc}")
             return
         if self._pending is None:
             self.abort("the transaction block ended without anything to commit")

@@ -17,6 +17,7 @@ from ..scan.planner import TableScan
 from ..scan.reader import read_split
 from ..scan.resolved import ResolvedTable
 from ..scan.splits import ROW_ID_COLUMN as READ_ROW_ID
+from ..write.task import TaskResult
 from .assignments import target_assignments
 from .events import (
     DELETE,
@@ -25,13 +26,12 @@ from .events import (
     UPDATE_DELETE,
     UPDATE_INSERT,
     ChangePlan,
-    ChangeResult,
     write_changes,
 )
 
 
 def arrow_changes(resolved: ResolvedTable, plan: ChangePlan, *, condition: str | None,
-                  assignments: Mapping[str, object] | None) -> list[ChangeResult]:
+                  assignments: Mapping[str, object] | None) -> list[TaskResult]:
     """Change rows of ``DELETE WHERE condition`` (``assignments`` None) or ``UPDATE SET
     assignments WHERE condition``, written as one task."""
     schema = resolved.schema()

@@ -19,7 +19,7 @@ import shutil
 import tempfile
 import uuid
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
@@ -58,15 +58,12 @@ class ChangePlan:
     repeated_deletes: bool = False
 
 
-@dataclass
-class ChangeResult:
-    """What one task wrote and how many rows of each operation it saw."""
+#: The name under which a task's :attr:`TaskResult.counts` holds the rows of each operation.
+COUNT_NAMES = {DELETE: "deleted", UPDATE_DELETE: "updateDeleted", INSERT: "inserted", UPDATE_INSERT: "updated",
+               MATCHED_NO_ACTION: "matchedNoAction"}
 
-    task_id: int
-    files: list[WrittenFile] = field(default_factory=list)
-    directories: list[str] = field(default_factory=list)
-    counts: dict[int, int] = field(default_factory=dict)
-    bytes: int = 0
+#: spark/dml.py's name for a DML task's result (it is the one :class:`TaskResult`)
+ChangeResult = TaskResult
 
 
 class ChangeWriter:
@@ -129,7 +126,7 @@ class ChangeWriter:
         return found if found is not None else self.plan.write.partition_dir(tuple(values))
 
     # --- finishing -----------------------------------------------------------------------------
-    def close(self) -> ChangeResult:
+    def close(self) -> TaskResult:
         try:
             return self._close()
         except AcidError:
@@ -141,25 +138,24 @@ class ChangeWriter:
         finally:
             shutil.rmtree(self._tmp, ignore_errors=True)
 
-    def _close(self) -> ChangeResult:
-        result = ChangeResult(self.task_id, counts=dict(self._counts))
+    def _close(self) -> TaskResult:
+        result = TaskResult(self.task_id, counts={COUNT_NAMES[op]: n for op, n in self._counts.items()})
         for (part, writer_id), chunks in sorted(self._keys.items()):
             self._write_delete_file(part, writer_id, chunks, result)
         self._keys.clear()
         inserted: TaskResult = self._inserts.close()
         result.files.extend(inserted.files)
         result.directories.extend(inserted.directories)
-        result.bytes += sum(self.plan.write.storage.fs.size(f.path) for f in inserted.files)
         return result
 
-    def _write_delete_file(self, part: str, writer_id: int, chunks, result: ChangeResult) -> None:
+    def _write_delete_file(self, part: str, writer_id: int, chunks, result: TaskResult) -> None:
         o, b, r, no_action = (np.concatenate([c[i] for c in chunks]) for i in range(4))
         order = np.lexsort((r, b, o))
         o, b, r, no_action = o[order], b[order], r[order], no_action[order]
         same = (o[1:] == o[:-1]) & (b[1:] == b[:-1]) & (r[1:] == r[:-1])
         if same.any() and self.plan.repeated_deletes:
             first = np.concatenate([[True], ~same])
-            result.counts[DELETE] = result.counts.get(DELETE, 0) - int(same.sum())  # each row once
+            result.add(COUNT_NAMES[DELETE], -int(same.sum()))  # each row once
             o, b, r, no_action = o[first], b[first], r[first], no_action[first]
         elif same.any():
             i = int(np.flatnonzero(same)[0])
@@ -189,8 +185,7 @@ class ChangeWriter:
         info = writer.close()
         final = storage.join(directory, name)
         storage.put_file(local, final)
-        result.files.append(WrittenFile(part, final, info.rows))
-        result.bytes += info.size
+        result.files.append(WrittenFile(part, final, info.rows, info.size))
 
     def abort(self) -> None:
         self._inserts.abort()
@@ -202,7 +197,7 @@ def _with(batch: pa.RecordBatch, keys: list[pa.Array]) -> pa.RecordBatch:
                                       names=list(batch.schema.names) + [f"__k{i}" for i in range(len(keys))])
 
 
-def write_changes(plan: ChangePlan, task_id: int, batches) -> ChangeResult:
+def write_changes(plan: ChangePlan, task_id: int, batches) -> TaskResult:
     """Write every change row of ``batches`` as one task; on failure nothing of the task's
     own staging remains (directories it created are removed by the transaction's abort)."""
     writer = ChangeWriter(plan, task_id)

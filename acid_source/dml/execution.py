@@ -17,14 +17,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from ..commit import after_commit, record_results, touched_partitions
 from ..errors import InvalidArgumentError, TableNotRegisteredError, UnsupportedOperationError
 from ..faults import pause_point
 from ..layout.table_dirs import convert_partition_value
 from ..resolve import open_store, resolve_table
 from ..scan.resolved import ResolvedTable
 from ..txn import Transaction
+from ..write.task import TaskResult
 from ..writes import plan_for_table
-from .events import DELETE, INSERT, UPDATE_INSERT, ChangePlan, ChangeResult
+from .events import COUNT_NAMES, DELETE, INSERT, UPDATE_INSERT, ChangePlan
 from .row_conflicts import commit_with_row_conflicts
 
 CONFLICT_MODES = ("object", "row")
@@ -54,7 +56,7 @@ class DmlTarget:
 
 
 #: produce(resolved table at the snapshot, plan for the tasks) -> what the tasks wrote
-Producer = Callable[[ResolvedTable, ChangePlan], list[ChangeResult]]
+Producer = Callable[[ResolvedTable, ChangePlan], list[TaskResult]]
 
 
 def run_dml(target: DmlTarget, operation: str, produce: Producer, *,
@@ -71,41 +73,29 @@ def run_dml(target: DmlTarget, operation: str, produce: Producer, *,
     if info.insert_only:
         raise UnsupportedOperationError(operation.upper(), f"{info.location} is an insert-only table; as in Hive, "
                                         "its rows have no ROW__ID and cannot be updated or deleted")
-    txn = Transaction.begin(store, description=f"{operation} {info.location}", heartbeat="thread")
-    try:
+    with Transaction.begin(store, description=f"{operation} {info.location}", heartbeat="thread") as txn:
         resolved = resolve_table(info.location, metastore_url=target.metastore_url,
                                  storage_options=target.storage_options)
         write_id = txn.allocate_write_id(info.table_id, resolved.storage)
         plan = ChangePlan(plan_for_table(info, resolved.storage, write_id, partition_dirs=_partition_dirs(resolved)),
                           merge_condition=merge_condition, repeated_deletes=repeated_deletes)
         results = produce(resolved, plan)
-    except BaseException as exc:
-        txn.abort(f"{operation} failed: {type(exc).__name__}: {exc}")
-        raise
-    metrics = _metrics(operation, results)
-    metrics["txnId"] = txn.txn_id
-    if not any(r.files for r in results):
-        txn.abort(f"{operation} matched no rows")  # nothing was written: nothing to commit
-        return metrics
-    touched = sorted({f.partition for r in results for f in r.files})
-    try:
-        txn.record_written(info.table_id, [d for r in results for d in r.directories])
+        record_results(txn, info.table_id, results, storage=resolved.storage, write_id=write_id)
+        metrics = _metrics(operation, results)
+        metrics["txnId"] = txn.txn_id
+        if not any(r.files for r in results):
+            txn.abort(f"{operation} matched no rows")  # nothing was written: nothing to commit
+            return metrics
+        touched = touched_partitions(results)
         pause_point("dml.before_commit")  # tests hold a DML here to commit another job first
-    except BaseException as exc:
-        txn.abort(f"{operation} failed: {exc}")
-        raise
-    if target.conflict_detection == "row":
-        commit_with_row_conflicts(txn, operation, info.table_id, resolved, write_id, touched)
-    else:
-        txn.commit(operation, {info.table_id: touched})
+        if target.conflict_detection == "row":
+            commit_with_row_conflicts(txn, operation, info.table_id, resolved, write_id, touched)
+        else:
+            txn.set_commit(operation, {info.table_id: touched})
     metrics["writeId"] = write_id
     metrics["partitions"] = touched
-    from ..maintenance.initiator import maybe_compact_after_commit
-
-    compactions = maybe_compact_after_commit(info.location, store, touched, storage_options=target.storage_options,
-                                             run_tasks=compaction_runner)
-    if compactions:
-        metrics["autoCompaction"] = compactions
+    metrics.update(after_commit(operation, info.location, store, touched, storage_options=target.storage_options,
+                                run_tasks=compaction_runner))
     return metrics
 
 
@@ -123,12 +113,11 @@ def _partition_dirs(resolved: ResolvedTable) -> tuple:
     return tuple(found)
 
 
-def _metrics(operation: str, results: list[ChangeResult]) -> dict[str, Any]:
-    counts: dict[int, int] = {}
-    for r in results:
-        for op, n in r.counts.items():
-            counts[op] = counts.get(op, 0) + n
-    deleted, updated, inserted = counts.get(DELETE, 0), counts.get(UPDATE_INSERT, 0), counts.get(INSERT, 0)
+def _metrics(operation: str, results: list[TaskResult]) -> dict[str, Any]:
+    def total(op: int) -> int:
+        return sum(r.counts.get(COUNT_NAMES[op], 0) for r in results)
+
+    deleted, updated, inserted = total(DELETE), total(UPDATE_INSERT), total(INSERT)
     return {
         "operation": operation,
         "writeId": None,

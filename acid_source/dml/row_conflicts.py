@@ -89,14 +89,11 @@ def commit_with_row_conflicts(txn: Transaction, operation: str, table_id: int, r
                               write_id: int, touched: list[str]) -> None:
     """Commit the DML in ``txn`` (write id ``write_id``, files in the partitions ``touched``)
     under the row-level rule. On a conflict the transaction is aborted, its files removed, and
-    :class:`ConflictError` raised naming the data object, the winning commit and the row."""
+    :class:`ConflictError` raised naming the data object, the winning commit and the row. Runs
+    inside the DML's ``with Transaction`` block, which aborts on any other error."""
     checker = _RowChecker(txn, operation, resolved, write_id)
-    try:
-        start_seq = txn.metastore.txn_info(txn.txn_id)["start_seq"]
-        through, commits = txn.metastore.commits_since(table_id, touched, start_seq)
-    except BaseException as exc:
-        txn.abort(f"{operation} failed: {type(exc).__name__}: {exc}")
-        raise
+    start_seq = txn.metastore.txn_info(txn.txn_id)["start_seq"]
+    through, commits = txn.metastore.commits_since(table_id, touched, start_seq)
     while True:
         try:
             checker.check(commits)
@@ -104,9 +101,6 @@ def commit_with_row_conflicts(txn: Transaction, operation: str, table_id: int, r
         except _Conflict as found:
             txn.abort(found.reason)
             raise checker.error(found) from None
-        except BaseException as exc:
-            txn.abort(f"{operation} failed while checking row conflicts: {type(exc).__name__}: {exc}")
-            raise
         recheck = txn.commit(operation, {table_id: touched}, checked_through=through)
         if recheck is None:
             return

@@ -24,7 +24,7 @@ import os
 import shutil
 import tempfile
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Iterator
 
 import numpy as np
@@ -36,11 +36,12 @@ from ..layout.names import ACID_VERSION_FILE, bucket_file_name
 from ..layout.table_dirs import FULL_ACID, INSERT_ONLY
 from ..layout.writeids import RangeResponse, ValidWriteIdList
 from ..orc.files import EVENT_COLUMNS, OP_DELETE, OrcFile
-from ..orc.writer import InsertFileWriter, KeyedEventWriter, WrittenFile
+from ..orc.writer import InsertFileWriter, KeyedEventWriter
 from ..scan.reader import SplitReader, match_columns
 from ..scan.splits import ROW_ID_COLUMN, ROW_ID_TYPE, BucketSplit, FileSlice, ReadContext
 from ..scan.visibility import SplitVisibility, check_event_buckets, needs_collapse
 from ..storage import Storage
+from ..write.task import TaskResult, WrittenFile
 
 MINOR, MAJOR = "minor", "major"
 KINDS = (MINOR, MAJOR)
@@ -76,22 +77,11 @@ class CompactionTask:
         return f"{self.kind} compaction of {where}, bucket {self.bucket_id}"
 
 
-@dataclass
-class CompactionTaskResult:
-    """What one task read and wrote."""
-
-    partition: str
-    bucket_id: int
-    files: list[WrittenFile] = field(default_factory=list)
-    input_files: int = 0
-    input_rows: int = 0  # events (or plain rows) in the input files
-    output_rows: int = 0
-    rows_deleted: int = 0  # rows a major compaction dropped because they are deleted (or superseded)
-    rows_aborted: int = 0  # events of write ids the compactor's snapshot does not see
-
-    @property
-    def output_bytes(self) -> int:
-        return sum(f.size for f in self.files)
+#: spark/compaction.py's name for a compaction task's result (it is the one :class:`TaskResult`;
+#: counts: ``inputFiles``, ``inputRows`` - events or plain rows read - ``rowsDroppedDeleted`` -
+#: rows a major compaction dropped as deleted or superseded - and ``rowsDroppedAborted`` - events
+#: of write ids the compactor's snapshot does not see)
+CompactionTaskResult = TaskResult
 
 
 def prepare_output_dir(storage: Storage, directory: str, table_kind: str) -> None:
@@ -103,12 +93,12 @@ def prepare_output_dir(storage: Storage, directory: str, table_kind: str) -> Non
         storage.write_if_absent(storage.join(directory, ACID_VERSION_FILE), b"2")
 
 
-def run_tasks(tasks: list[CompactionTask]) -> list[CompactionTaskResult]:
+def run_tasks(tasks: list[CompactionTask]) -> list[TaskResult]:
     """The in-process runner: the tasks one after another."""
     return [run_task(t) for t in tasks]
 
 
-def run_task(task: CompactionTask) -> CompactionTaskResult:
+def run_task(task: CompactionTask) -> TaskResult:
     """Write the output of one task; its local staging is gone afterwards whatever happens
     (directories on the table's storage are the transaction's to remove on abort)."""
     staging = tempfile.mkdtemp(prefix=f"acidorc-compact-{os.getpid()}-")
@@ -132,7 +122,7 @@ def run_task(task: CompactionTask) -> CompactionTaskResult:
 
 
 # --- major, full ACID ----------------------------------------------------------------------------
-def _major(task: CompactionTask, staging: str, current: list[str]) -> CompactionTaskResult:
+def _major(task: CompactionTask, staging: str, current: list[str]) -> TaskResult:
     result = _result(task)
     schema = pa.schema(list(task.data_schema) + [pa.field(ROW_ID_COLUMN, ROW_ID_TYPE)])
     ctx = ReadContext(storage=task.storage, table_kind=FULL_ACID, output_schema=schema, partition_columns=(),
@@ -140,7 +130,7 @@ def _major(task: CompactionTask, staging: str, current: list[str]) -> Compaction
     split = BucketSplit(task.partition_path, (), task.bucket_id, task.inserts, task.deletes, task.write_ids)
     reader = SplitReader(split, ctx)
     write_ids = ValidWriteIdList.parse(task.write_ids)
-    result.rows_aborted = sum(_invalid_events(task.storage, s, write_ids, current) for s in task.inserts)
+    result.add("rowsDroppedAborted", sum(_invalid_events(task.storage, s, write_ids, current) for s in task.inserts))
     batches: Iterator[pa.RecordBatch] = reader.batches()
     if any(s.dir_kind == "delta" and needs_collapse(OrcFile(task.storage, s.path, s.length)) for s in task.inserts):
         batches = iter(_sorted_by_row_id(list(batches)))  # ACID v1: the merge holds every delta event anyway
@@ -155,7 +145,7 @@ def _major(task: CompactionTask, staging: str, current: list[str]) -> Compaction
                                f"{task.description}: the inputs are not in ROW__ID order, as Hive requires of "
                                f"every ACID file: {exc}") from None
     out.finish(result)
-    result.rows_deleted = reader.metrics.rows_hidden - result.rows_aborted
+    result.counts["rowsDroppedDeleted"] = reader.metrics.rows_hidden - result.counts["rowsDroppedAborted"]
     return result
 
 
@@ -192,7 +182,7 @@ def _invalid_events(storage: Storage, s: FileSlice, write_ids: ValidWriteIdList,
 
 
 # --- minor, full ACID ----------------------------------------------------------------------------
-def _minor(task: CompactionTask, staging: str, current: list[str]) -> CompactionTaskResult:
+def _minor(task: CompactionTask, staging: str, current: list[str]) -> TaskResult:
     result = _result(task)
     write_ids = ValidWriteIdList.parse(task.write_ids)
     row_type = pa.struct(list(task.data_schema))
@@ -216,7 +206,7 @@ def _minor(task: CompactionTask, staging: str, current: list[str]) -> Compaction
 
 
 def _events(task: CompactionTask, s: FileSlice, write_ids: ValidWriteIdList, row_type: pa.StructType,
-            result: CompactionTaskResult, current: list[str]) -> Iterator[pa.RecordBatch]:
+            result: TaskResult, current: list[str]) -> Iterator[pa.RecordBatch]:
     """The events of one input file the snapshot sees, stripe by stripe, with the ``row``
     struct in the table's columns and types; each file must be in ROW__ID order."""
     current.append(s.path)
@@ -242,7 +232,7 @@ def _events(task: CompactionTask, s: FileSlice, write_ids: ValidWriteIdList, row
         last = _check_sorted(task.storage.display(s.path), o, b, r, last)
         op = batch.column("operation").to_numpy(zero_copy_only=False)
         keep = write_ids.valid_mask(batch.column("currentTransaction").to_numpy(zero_copy_only=False))
-        result.rows_aborted += int(n - np.count_nonzero(keep))
+        result.add("rowsDroppedAborted", n - np.count_nonzero(keep))
         if is_delete_file:
             keep &= op == OP_DELETE  # readers ignore anything else in a delete delta
             row = pa.nulls(n, row_type)
@@ -257,7 +247,7 @@ def _events(task: CompactionTask, s: FileSlice, write_ids: ValidWriteIdList, row
 
 
 def _raw_file_events(task: CompactionTask, s: FileSlice, row_type: pa.StructType,
-                     result: CompactionTaskResult) -> Iterator[pa.RecordBatch]:
+                     result: TaskResult) -> Iterator[pa.RecordBatch]:
     """A plain file loaded into a delta directory (LOAD DATA): insert events under the
     synthetic ROW__IDs Hive gives its rows (HIVE_ACID_FORMAT.md 3.5), made permanent."""
     split = BucketSplit(task.partition_path, (), task.bucket_id, (s,), (), task.write_ids)
@@ -274,7 +264,7 @@ def _raw_file_events(task: CompactionTask, s: FileSlice, row_type: pa.StructType
              pa.array(r, pa.int64()), pa.array(o, pa.int64()),
              pa.StructArray.from_arrays(children, fields=list(row_type))],
             names=list(EVENT_COLUMNS) + ["row"])
-    result.rows_aborted += visibility.metrics.rows_hidden
+    result.add("rowsDroppedAborted", visibility.metrics.rows_hidden)
 
 
 def _shape_row(row: pa.Array, row_type: pa.StructType, path: str) -> pa.Array:
@@ -396,7 +386,7 @@ class _Head:
 
 
 # --- insert-only tables --------------------------------------------------------------------------
-def _insert_only(task: CompactionTask, staging: str) -> CompactionTaskResult:
+def _insert_only(task: CompactionTask, staging: str) -> TaskResult:
     result = _result(task)
     ctx = ReadContext(storage=task.storage, table_kind=INSERT_ONLY, output_schema=task.data_schema,
                       partition_columns=(), include_row_id=False)
@@ -412,16 +402,16 @@ def _insert_only(task: CompactionTask, staging: str) -> CompactionTaskResult:
         final = task.storage.join(task.output_dir, name)
         task.storage.make_dirs(task.output_dir)
         task.storage.put_file(local, final)
-        result.files.append(WrittenFile(final, info.rows, info.size))
-        result.output_rows = info.rows
+        result.files.append(WrittenFile(task.partition, final, info.rows, info.size))
     return result
 
 
 # --- shared --------------------------------------------------------------------------------------
-def _result(task: CompactionTask) -> CompactionTaskResult:
+def _result(task: CompactionTask) -> TaskResult:
     slices = task.inserts + task.deletes
     rows = sum(OrcFile(task.storage, s.path, s.length).num_rows for s in slices)
-    return CompactionTaskResult(task.partition, task.bucket_id, input_files=len(slices), input_rows=rows)
+    return TaskResult(task.bucket_id, counts={"inputFiles": len(slices), "inputRows": rows, "rowsDroppedDeleted": 0,
+                                              "rowsDroppedAborted": 0})
 
 
 class _Output:
@@ -444,7 +434,7 @@ class _Output:
                                             unique_keys=self.unique_keys)
         return self._writer
 
-    def finish(self, result: CompactionTaskResult) -> None:
+    def finish(self, result: TaskResult) -> None:
         if self._writer is None or self._done:
             return
         self._done = True
@@ -453,5 +443,4 @@ class _Output:
         final = storage.join(self.directory, bucket_file_name(self.task.bucket_id))
         prepare_output_dir(storage, self.directory, FULL_ACID)
         storage.put_file(self.local, final)
-        result.files.append(WrittenFile(final, info.rows, info.size))
-        result.output_rows += info.rows
+        result.files.append(WrittenFile(self.task.partition, final, info.rows, info.size))

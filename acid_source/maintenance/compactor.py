@@ -23,8 +23,9 @@ meanwhile do not matter, because their rows and delete events keep the ROW__IDs 
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Collection, Mapping
 
+from ..commit import COMPACTION, after_commit, record_results
 from ..completeness import check_inputs, listed_snapshot, missing_data_error
 from ..errors import TableNotRegisteredError
 from ..layout.table_dirs import FULL_ACID, INSERT_ONLY
@@ -32,21 +33,24 @@ from ..resolve import open_store
 from ..scan.resolved import ResolvedTable
 from ..storage import Storage
 from ..txn import Transaction
+from ..write.task import TaskResult
 from .compaction_plan import CompactionPlan, compaction_kind, plan_compaction
-from .compaction_tasks import CompactionTask, CompactionTaskResult, prepare_output_dir
+from .compaction_tasks import CompactionTask, prepare_output_dir
 from .compaction_tasks import run_tasks as run_in_process
 
 #: run_tasks(tasks) -> one result per task, in any order (e.g. a Spark job)
-TaskRunner = Callable[[list[CompactionTask]], list[CompactionTaskResult]]
+TaskRunner = Callable[[list[CompactionTask]], list[TaskResult]]
 
 
 def compact_table(location: str, kind: str, *, partition_filter: str | None = None,
-                  metastore_url: str | None = None, storage_options: Any = (),
-                  run_tasks: TaskRunner | None = None) -> dict[str, Any]:
+                  partitions: Collection[str] | None = None, metastore_url: str | None = None,
+                  storage_options: Any = (), run_tasks: TaskRunner | None = None) -> dict[str, Any]:
     """Compact the table at ``location`` (``kind`` ``"minor"`` or ``"major"``), optionally only
-    the partitions matching ``partition_filter`` (a SQL condition on partition columns), in one
-    transaction; returns its metrics. A table the transaction store does not know is refused
-    (:class:`TableNotRegisteredError`): its write ids are not ours to reason about."""
+    the partitions matching ``partition_filter`` (a SQL condition on partition columns) and / or
+    only the data objects ``partitions`` (relative partition paths, ``""`` for an unpartitioned
+    table: typed values, as the initiator knows them), in one transaction; returns its metrics.
+    A table the transaction store does not know is refused (:class:`TableNotRegisteredError`):
+    its write ids are not ours to reason about."""
     kind = compaction_kind(kind)
     options = tuple(sorted(storage_options.items())) if isinstance(storage_options, Mapping) else tuple(storage_options)
     store = open_store(metastore_url)
@@ -55,8 +59,7 @@ def compact_table(location: str, kind: str, *, partition_filter: str | None = No
         raise TableNotRegisteredError(
             f"{location} is not registered in the acidorc transaction store; acidorc compacts only tables whose "
             "write ids it allocates (Hive's own compactor compacts Hive's tables)", location=location)
-    txn = Transaction.begin(store, description=f"{kind} compaction {info.location}", heartbeat="thread")
-    try:
+    with Transaction.begin(store, description=f"{kind} compaction {info.location}", heartbeat="thread") as txn:
         storage = Storage(info.location, options)
         # the snapshot after the open (T is open in it), then the listing, proven complete
         (write_ids, txns), layout, gaps = listed_snapshot(store, info, storage, lambda: store.snapshot(info.table_id))
@@ -64,7 +67,8 @@ def compact_table(location: str, kind: str, *, partition_filter: str | None = No
             raise missing_data_error(layout, gaps, f"compact {info.location}")
         table = ResolvedTable(storage, info.location, layout, write_ids, txns,
                               INSERT_ONLY if info.insert_only else FULL_ACID, info)
-        plan = plan_compaction(table, kind, txn.txn_id, partition_filter=partition_filter)
+        selection: dict[str, Any] = {} if partitions is None else {"partitions": partitions}
+        plan = plan_compaction(table, kind, txn.txn_id, partition_filter=partition_filter, **selection)
         if not plan.objects:
             txn.abort("nothing to compact")
             return _metrics(plan, [])
@@ -73,21 +77,17 @@ def compact_table(location: str, kind: str, *, partition_filter: str | None = No
         for directory in plan.output_dirs:
             prepare_output_dir(storage, directory, plan.table_kind)
         results = list((run_tasks or run_in_process)(plan.tasks))
+        record_results(txn, info.table_id, results, storage=storage, write_id=None)
         if plan.table_kind == INSERT_ONLY:
             _fill_empty_outputs(plan, results)
-    except BaseException as exc:
-        txn.abort(f"{kind} compaction failed: {type(exc).__name__}: {exc}")
-        raise
-    txn.commit("compaction", {info.table_id: [o.partition for o in plan.objects]})
+        txn.set_commit(COMPACTION, {info.table_id: [o.partition for o in plan.objects]})
     metrics = _metrics(plan, results)
-    from .cleaner import vacuum_after_compaction  # what earlier compactions made obsolete
-
-    metrics["vacuum"] = vacuum_after_compaction(info.location, metastore_url=metastore_url,
-                                                storage_options=options, metastore=store)
+    metrics.update(after_commit(COMPACTION, info.location, store, metrics["partitions"],
+                                storage_options=options, metastore_url=metastore_url))
     return metrics
 
 
-def _fill_empty_outputs(plan: CompactionPlan, results: list[CompactionTaskResult]) -> None:
+def _fill_empty_outputs(plan: CompactionPlan, results: list[TaskResult]) -> None:
     """An insert-only output without rows gets one empty file: the directory must exist (on
     object stores too) for the compaction to take effect, and insert-only directories carry
     no ``_orc_acid_version``."""
@@ -108,7 +108,7 @@ def _fill_empty_outputs(plan: CompactionPlan, results: list[CompactionTaskResult
                 task.storage.put_file(local, task.storage.join(directory, "000000_0"))
 
 
-def _metrics(plan: CompactionPlan, results: list[CompactionTaskResult]) -> dict[str, Any]:
+def _metrics(plan: CompactionPlan, results: list[TaskResult]) -> dict[str, Any]:
     return {
         "operation": "compaction",
         "kind": plan.kind,
@@ -118,13 +118,17 @@ def _metrics(plan: CompactionPlan, results: list[CompactionTaskResult]) -> dict[
         "partitions": [o.partition for o in plan.objects],
         "skipped": dict(plan.skipped),
         "numInputDirs": sum(len(o.input_dirs) for o in plan.objects),
-        "numInputFiles": sum(r.input_files for r in results),
-        "numInputRows": sum(r.input_rows for r in results),
+        "numInputFiles": _total(results, "inputFiles"),
+        "numInputRows": _total(results, "inputRows"),
         "numOutputDirs": len(plan.output_dirs),
         "outputDirs": [f"{o.partition}/{d.rsplit('/', 1)[-1]}".lstrip("/") for o in plan.objects for d in o.outputs],
         "numOutputFiles": sum(len(r.files) for r in results),
-        "numOutputRows": sum(r.output_rows for r in results),
-        "numOutputBytes": sum(r.output_bytes for r in results),
-        "numRowsDroppedDeleted": sum(r.rows_deleted for r in results),
-        "numRowsDroppedAborted": sum(r.rows_aborted for r in results),
+        "numOutputRows": sum(r.rows for r in results),
+        "numOutputBytes": sum(r.bytes for r in results),
+        "numRowsDroppedDeleted": _total(results, "rowsDroppedDeleted"),
+        "numRowsDroppedAborted": _total(results, "rowsDroppedAborted"),
     }
+
+
+def _total(results: list[TaskResult], count: str) -> int:
+    return sum(r.counts.get(count, 0) for r in results)

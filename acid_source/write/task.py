@@ -79,23 +79,44 @@ class WritePlan:
 
 @dataclass
 class WrittenFile:
+    """One file a task wrote (a data file, a delete-event file or a compaction output)."""
+
     partition: str  # "" or "col=value/..."
     path: str  # full path
     rows: int
+    size: int = 0  # bytes
 
 
 @dataclass
 class TaskResult:
+    """What one task of any write wrote - an append or overwrite, a DML, a compaction: the one
+    result shape the commit path takes. ``directories`` are the ones the task created (an abort
+    removes them); ``counts`` holds what only one kind of write counts (a DML's rows per
+    operation, a compaction's input and dropped rows), by name."""
+
     task_id: int
     files: list[WrittenFile] = field(default_factory=list)
     directories: list[str] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)
 
     @property
     def rows(self) -> int:
         return sum(f.rows for f in self.files)
 
+    @property
+    def bytes(self) -> int:
+        return sum(f.size for f in self.files)
+
+    def add(self, name: str, n: int) -> None:
+        """Add ``n`` to the count ``name``."""
+        self.counts[name] = self.counts.get(name, 0) + int(n)
+
 
 class TaskWriter:
+    """The task side of one append or overwrite: ``write(batch)`` any number of times, then
+    ``close()`` (-> :class:`TaskResult`) or ``abort()``. Built from a picklable
+    :class:`WritePlan`; holds no client of the transaction store."""
+
     def __init__(self, plan: WritePlan, task_id: int):
         if plan.bucketed and task_id > bucket_codec.MAX_STATEMENT_ID:
             raise SchemaError(f"a bucketed write supports at most {bucket_codec.MAX_STATEMENT_ID + 1} tasks; "
@@ -156,7 +177,7 @@ class TaskWriter:
             for (part, _), (writer, tmp_path, final_path) in self._writers.items():
                 info = writer.close()
                 self.plan.storage.put_file(tmp_path, final_path)
-                self.result.files.append(WrittenFile(part, final_path, info.rows))
+                self.result.files.append(WrittenFile(part, final_path, info.rows, info.size))
                 crash_point("write.task.after_first_file")
         finally:
             shutil.rmtree(self._tmp, ignore_errors=True)

@@ -737,7 +737,7 @@ CHILD_TASK = """
 import pickle, sys
 from acid_source.maintenance.compaction_tasks import run_task
 result = run_task(pickle.loads(sys.stdin.buffer.read()))
-print(result.output_rows, [m for m in {modules!r} if m in sys.modules])
+print(result.rows, [m for m in {modules!r} if m in sys.modules])
 """
 
 
