@@ -22,6 +22,8 @@ import pyarrow.orc as paorc
 
 from ..errors import CorruptFileError, InvalidArgumentError
 from ..layout import bucket_codec
+from ..layout.row_ids import descent, first_duplicate
+from ..layout.row_ids import order as row_id_order
 from .files import ACID_STATS, ACID_VERSION, KEY_INDEX, OP_DELETE, OP_INSERT, format_key_index, map_timestamps
 
 DELTA_STRIPE_SIZE = 8 * 1024 * 1024  # Hive divides stripe sizes by 8 for delta files
@@ -292,8 +294,8 @@ class DeleteFileWriter:
         o, b, r = _row_id_arrays(row_ids)
         if len(o) == 0:
             return
-        order = np.lexsort((r, b, o))
-        o, b, r = o[order], b[order], r[order]
+        sort = row_id_order(o, b, r)
+        o, b, r = o[sort], b[sort], r[sort]
         self._check(o, b, r)
         self._pending.append((o, b, r))
         self._pending_rows += len(o)
@@ -303,10 +305,9 @@ class DeleteFileWriter:
 
     def _check(self, o: np.ndarray, b: np.ndarray, r: np.ndarray) -> None:
         _check_writer_ids(self.path, self.bucket_id, o, b, r)
-        same = (o[1:] == o[:-1]) & (b[1:] == b[:-1]) & (r[1:] == r[:-1])
-        if same.any():
-            i = int(np.flatnonzero(same)[0])
-            raise InvalidArgumentError("row_ids", f"ROW__ID ({o[i]}, {b[i]}, {r[i]}) is given twice")
+        twice = first_duplicate(o, b, r)
+        if twice is not None:
+            raise InvalidArgumentError("row_ids", f"ROW__ID {twice} is given twice")
         if self._last_key is not None and (int(o[0]), int(b[0]), int(r[0])) <= self._last_key:
             raise InvalidArgumentError(
                 "row_ids", f"ROW__IDs must ascend from one write to the next: ({o[0]}, {b[0]}, {r[0]}) "
@@ -479,21 +480,11 @@ class KeyedEventWriter:
 
     def _check(self, o: np.ndarray, b: np.ndarray, r: np.ndarray) -> None:
         _check_writer_ids(self.path, self.bucket_id, o, b, r)
-        if self._last_key is not None:
-            o = np.concatenate(([self._last_key[0]], o))
-            b = np.concatenate(([self._last_key[1]], b)).astype(np.int32)
-            r = np.concatenate(([self._last_key[2]], r))
-        if len(o) < 2:
-            return
-        bb = b.astype(np.int64)
-        up = (o[1:] > o[:-1]) | ((o[1:] == o[:-1]) & ((bb[1:] > bb[:-1]) | ((bb[1:] == bb[:-1]) & (r[1:] > r[:-1]))))
-        if not self.unique_keys:
-            up |= (o[1:] == o[:-1]) & (bb[1:] == bb[:-1]) & (r[1:] == r[:-1])
-        if not up.all():
-            i = int(np.flatnonzero(~up)[0])
+        bad = descent(o, b, r, strict=self.unique_keys, last=self._last_key)
+        if bad is not None:
             raise InvalidArgumentError(
                 "row_ids", f"ROW__IDs must ascend{' strictly' if self.unique_keys else ''}: "
-                           f"({o[i + 1]}, {b[i + 1]}, {r[i + 1]}) follows ({o[i]}, {b[i]}, {r[i]}) in {self.path}")
+                           f"{bad[1]} follows {bad[0]} in {self.path}")
 
     def _flush(self) -> None:
         if not self._pending:

@@ -29,7 +29,8 @@ import pyarrow as pa
 
 from ..errors import CorruptFileError
 from ..filters import Predicate, stripe_may_match
-from ..layout import bucket_codec
+from ..layout import bucket_codec, row_ids
+from ..layout.row_ids import KeySet
 from ..layout.writeids import RangeResponse, ValidWriteIdList
 from ..orc.files import EVENT_COLUMNS, OP_DELETE, ROW, OrcFile
 from ..storage import Storage
@@ -37,8 +38,6 @@ from .splits import BucketSplit, FileSlice
 
 LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
 MIN_KEY, MAX_KEY = (LONG_MIN, LONG_MIN, LONG_MIN), (LONG_MAX, LONG_MAX, LONG_MAX)
-# Above this many (originalTransaction, bucket) runs in a probe, sort the probe first.
-_MAX_DIRECT_RUNS = 64
 
 Keys = tuple  # (originalTransaction, bucket, rowId) as three numpy arrays
 
@@ -64,84 +63,6 @@ def valid_write_id_mask(write_ids: ValidWriteIdList, current: np.ndarray) -> np.
     return write_ids.valid_mask(current)
 
 
-def _runs(o: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Start offsets of runs of equal (o, b), plus the end."""
-    if len(o) == 0:
-        return np.zeros(1, dtype=np.int64)
-    change = np.flatnonzero((o[1:] != o[:-1]) | (b[1:] != b[:-1])) + 1
-    return np.concatenate(([0], change, [len(o)]))
-
-
-class KeySet:
-    """A set of ROW__IDs (originalTransaction, bucket, rowId), sorted for binary search."""
-
-    def __init__(self, o: np.ndarray, b: np.ndarray, r: np.ndarray):
-        o = np.asarray(o, dtype=np.int64)
-        b = np.asarray(b, dtype=np.int32)
-        r = np.asarray(r, dtype=np.int64)
-        order = np.lexsort((r, b, o))
-        o, b, r = o[order], b[order], r[order]
-        if len(o) > 1:  # de-duplicate (the same row may be deleted by several events)
-            keep = np.concatenate(([True], (o[1:] != o[:-1]) | (b[1:] != b[:-1]) | (r[1:] != r[:-1])))
-            o, b, r = o[keep], b[keep], r[keep]
-        self._rows = r
-        self._segments: dict[tuple[int, int], tuple[int, int]] = {}
-        bounds = _runs(o, b)
-        for start, end in zip(bounds[:-1], bounds[1:]):
-            if end > start:
-                self._segments[(int(o[start]), int(b[start]))] = (int(start), int(end))
-
-    def __len__(self) -> int:
-        return len(self._rows)
-
-    @classmethod
-    def empty(cls) -> "KeySet":
-        z = np.zeros(0, dtype=np.int64)
-        return cls(z, z.astype(np.int32), z)
-
-    @classmethod
-    def concat(cls, parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> "KeySet":
-        if not parts:
-            return cls.empty()
-        return cls(*(np.concatenate([p[i] for p in parts]) for i in range(3)))
-
-    def contains(self, o: np.ndarray, b: np.ndarray, r: np.ndarray) -> np.ndarray:
-        """Boolean mask: which probe keys are in the set."""
-        n = len(o)
-        hit = np.zeros(n, dtype=bool)
-        if n == 0 or not self._segments:
-            return hit
-        bounds = _runs(o, b)
-        if len(bounds) - 1 <= _MAX_DIRECT_RUNS:
-            self._mark(o, b, r, bounds, hit)
-            return hit
-        # many short runs (an unsorted probe): sort by (o, b) so each pair is one run
-        order = np.lexsort((b, o))
-        so, sb, sr = o[order], b[order], r[order]
-        sorted_hit = np.zeros(n, dtype=bool)
-        self._mark(so, sb, sr, _runs(so, sb), sorted_hit)
-        hit[order] = sorted_hit
-        return hit
-
-    def _mark(self, o, b, r, bounds, hit) -> None:
-        for start, end in zip(bounds[:-1], bounds[1:]):
-            seg = self._segments.get((int(o[start]), int(b[start])))
-            if seg is None:
-                continue
-            rows = self._rows[seg[0]:seg[1]]
-            probe = r[start:end]
-            first, last = int(probe[0]), int(probe[-1])
-            if last - first == len(probe) - 1 and np.all(np.diff(probe) == 1):
-                # the usual case: consecutive row ids; mark the deleted ones directly
-                lo = np.searchsorted(rows, first, side="left")
-                hi = np.searchsorted(rows, last, side="right")
-                hit[start + (rows[lo:hi] - first)] = True
-                continue
-            idx = np.searchsorted(rows, probe)
-            idx[idx >= len(rows)] = len(rows) - 1
-            hit[start:end] = rows[idx] == probe
-
-
 def choose_winners(events: pa.Table) -> pa.Table:
     """ACID v1 collapse: the event that wins for each ROW__ID.
 
@@ -159,11 +80,9 @@ def choose_winners(events: pa.Table) -> pa.Table:
     is_delete = (events.column("operation").to_numpy() == 2).astype(np.int8)
     stmt = events.column("statement").to_numpy()
     seq = events.column("sequence").to_numpy()
-    order = np.lexsort((-seq, -stmt, -is_delete, -c, r, b, o))
-    o, b, r = o[order], b[order], r[order]
-    first = np.ones(len(order), dtype=bool)
-    first[1:] = (o[1:] != o[:-1]) | (b[1:] != b[:-1]) | (r[1:] != r[:-1])
-    return events.take(pa.array(order[first]))
+    sort = row_ids.order(o, b, r, then=(-c, -is_delete, -stmt, -seq))
+    first = row_ids.first_of_each(o[sort], b[sort], r[sort])
+    return events.take(pa.array(sort[first]))
 
 
 def key_arrays(batch) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
