@@ -71,17 +71,22 @@ columns are ``char(n)``/``varchar(n)`` (Arrow has only ``string``; the three has
 in version 1, and ``char`` strips trailing spaces) or to hash, say, an int64 Arrow column as
 Hive ``int``.  Hive types that are not implemented (``uniontype``, ``timestamp with local time
 zone``, intervals) raise :class:`NotImplementedError`.
+
+Here: the public entry points and the per-type encodings. Hive type strings are parsed in
+:mod:`.hive_types`; Murmur3 and Java's ``31 * r + b`` kernels live in :mod:`.murmur3` (every
+public name stays importable from this module).
 """
 
 from __future__ import annotations
 
-import re
-import struct
 from typing import Sequence
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from .hive_types import hive_type_of, is_binary_type, is_string_type, parse_hive_type
+from .murmur3 import SEED, mm_int16, mm_int32, mm_int64, mm_matrix, mm_var, murmur3_32, poly31_var, powers
 
 __all__ = [
     "SEED",
@@ -93,156 +98,12 @@ __all__ = [
     "hive_type_of",
 ]
 
-SEED = 104729  # org.apache.hive.common.util.Murmur3.DEFAULT_SEED
-
 _U32 = np.uint32
-_C1 = _U32(0xCC9E2D51)
-_C2 = _U32(0x1B873593)
-_N = _U32(0xE6546B64)
-_M = _U32(5)
-_F1 = _U32(0x85EBCA6B)
-_F2 = _U32(0xC2B2AE35)
-
 _FLOAT_NAN_BITS = np.uint32(0x7FC00000)  # Float.floatToIntBits(NaN)
 _DOUBLE_NAN_BITS = np.uint64(0x7FF8000000000000)  # Double.doubleToLongBits(NaN)
 
 # Rows processed per chunk: bounds the per-byte temporaries of the string hashes.
 _CHUNK_ROWS = 1 << 18
-# Murmur3 over variable-length values: once at most this many rows still have blocks left
-# and more than _LONG_BLOCKS blocks remain, those rows finish in a per-row loop.
-_LONG_ROWS = 16
-_LONG_BLOCKS = 256
-
-
-# ---------------------------------------------------------------------------------------
-# Hive type strings
-# ---------------------------------------------------------------------------------------
-
-_TOKEN = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*|\d+|[<>(),:])")
-_SIMPLE = {"boolean", "tinyint", "smallint", "int", "integer", "bigint", "float", "double",
-           "string", "binary", "date", "timestamp", "void"}
-_NOT_IMPLEMENTED = {"uniontype", "interval_year_month", "interval_day_time", "interval"}
-
-
-def parse_hive_type(text: str) -> tuple:
-    """Parse a Hive type string into a small tree.
-
-    ``(kind,)`` for primitives, ``("decimal", p, s)``, ``("char", n)``, ``("varchar", n)``,
-    ``("array", elem)``, ``("map", key, value)``, ``("struct", ((name, type), ...))``.
-    Types this module cannot hash (``uniontype``, ``timestamp with local time zone``,
-    intervals) raise :class:`NotImplementedError`.
-    """
-    tokens, pos, text = [], 0, text.strip()
-    while pos < len(text):
-        m = _TOKEN.match(text, pos)
-        if not m:
-            raise ValueError(f"bad Hive type {text!r} near {text[pos:]!r}")
-        tokens.append(m.group(1))
-        pos = m.end()
-    tree, i = _parse(tokens, 0, text)
-    if i != len(tokens):
-        rest = " ".join(tokens[i:])
-        if tree == ("timestamp",) and rest.lower().startswith("with"):
-            raise NotImplementedError(
-                f"bucketing hash of Hive type {text!r} (timestamp with local time zone) is not "
-                "implemented")
-        raise ValueError(f"bad Hive type {text!r}: trailing {rest!r}")
-    return tree
-
-
-def _expect(tokens, i, tok, text):
-    if i >= len(tokens) or tokens[i] != tok:
-        raise ValueError(f"bad Hive type {text!r}: expected {tok!r}")
-    return i + 1
-
-
-def _parse(tokens, i, text):
-    if i >= len(tokens):
-        raise ValueError(f"bad Hive type {text!r}: unexpected end")
-    name = tokens[i].lower()
-    i += 1
-    if name in _SIMPLE:
-        return ("int" if name == "integer" else name,), i
-    if name == "decimal":
-        p, s = 10, 0  # Hive's default for a bare "decimal"
-        if i < len(tokens) and tokens[i] == "(":
-            p = int(tokens[i + 1])
-            i += 2
-            if tokens[i] == ",":
-                s = int(tokens[i + 1])
-                i += 2
-            i = _expect(tokens, i, ")", text)
-        return ("decimal", p, s), i
-    if name in ("char", "varchar"):
-        i = _expect(tokens, i, "(", text)
-        n = int(tokens[i])
-        return (name, n), _expect(tokens, i + 1, ")", text)
-    if name == "array":
-        elem, i = _parse(tokens, _expect(tokens, i, "<", text), text)
-        return ("array", elem), _expect(tokens, i, ">", text)
-    if name == "map":
-        key, i = _parse(tokens, _expect(tokens, i, "<", text), text)
-        val, i = _parse(tokens, _expect(tokens, i, ",", text), text)
-        return ("map", key, val), _expect(tokens, i, ">", text)
-    if name == "struct":
-        i = _expect(tokens, i, "<", text)
-        fields = []
-        while True:
-            fname = tokens[i]
-            ftype, i = _parse(tokens, _expect(tokens, i + 1, ":", text), text)
-            fields.append((fname, ftype))
-            if i < len(tokens) and tokens[i] == ",":
-                i += 1
-                continue
-            return ("struct", tuple(fields)), _expect(tokens, i, ">", text)
-    if name in _NOT_IMPLEMENTED:
-        raise NotImplementedError(f"bucketing hash of Hive type {name!r} (in {text!r}) is not "
-                                  "implemented")
-    raise ValueError(f"unknown Hive type {name!r} in {text!r}")
-
-
-def hive_type_of(arrow_type: pa.DataType) -> tuple:
-    """The Hive type (as :func:`parse_hive_type` returns it) an Arrow type stands for."""
-    t = arrow_type
-    if pa.types.is_dictionary(t):
-        return hive_type_of(t.value_type)
-    simple = [
-        (pa.types.is_boolean, "boolean"), (pa.types.is_int8, "tinyint"),
-        (pa.types.is_int16, "smallint"), (pa.types.is_int32, "int"),
-        (pa.types.is_int64, "bigint"), (pa.types.is_float32, "float"),
-        (pa.types.is_float64, "double"), (pa.types.is_date, "date"),
-        (pa.types.is_timestamp, "timestamp"), (pa.types.is_null, "void"),
-    ]
-    for pred, name in simple:
-        if pred(t):
-            return (name,)
-    if _is_string(t):
-        return ("string",)
-    if _is_binary(t):
-        return ("binary",)
-    if pa.types.is_decimal(t):
-        return ("decimal", t.precision, t.scale)
-    if pa.types.is_map(t):
-        return ("map", hive_type_of(t.key_type), hive_type_of(t.item_type))
-    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
-        return ("array", hive_type_of(t.value_type))
-    if pa.types.is_struct(t):
-        return ("struct", tuple((f.name, hive_type_of(f.type)) for f in t))
-    if pa.types.is_union(t):
-        raise NotImplementedError(
-            f"bucketing hash of Hive uniontype (Arrow {t}) is not implemented")
-    raise TypeError(f"Arrow type {t} has no Hive equivalent to compute a bucket hash for")
-
-
-def _is_string(t):
-    return (pa.types.is_string(t) or pa.types.is_large_string(t)
-            or getattr(pa.types, "is_string_view", lambda _: False)(t))
-
-
-def _is_binary(t):
-    return (pa.types.is_binary(t) or pa.types.is_large_binary(t)
-            or pa.types.is_fixed_size_binary(t)
-            or getattr(pa.types, "is_binary_view", lambda _: False)(t))
 
 
 # ---------------------------------------------------------------------------------------
@@ -315,234 +176,6 @@ def field_hashes(column: pa.Array | pa.ChunkedArray, bucketing_version: int = 2,
     if not out:
         return np.zeros(0, dtype=np.int32)
     return np.concatenate(out).view(np.int32)
-
-
-def murmur3_32(data: bytes, seed: int = SEED) -> int:
-    """Hive's ``Murmur3.hash32(data)`` (signed int32), one value at a time.
-
-    Standard MurmurHash3_x86_32 except that the 1-3 tail bytes are sign-extended.
-    """
-    h = seed & 0xFFFFFFFF
-    n = len(data)
-    nblocks = n >> 2
-    for (k,) in struct.iter_unpack("<I", data[: nblocks * 4]):
-        h = _scalar_body(h, k)
-    tail = data[nblocks * 4:]
-    if tail:
-        k1 = 0
-        for i in range(len(tail) - 1, -1, -1):  # data[i] << 8*i, sign-extended
-            b = tail[i] - 256 if tail[i] >= 128 else tail[i]
-            k1 ^= (b << (8 * i)) & 0xFFFFFFFF
-        h ^= _scalar_mix_k(k1)
-    return _scalar_fmix(h, n)
-
-
-# ---------------------------------------------------------------------------------------
-# Scalar Murmur3 pieces (reference, and the tail of very long values)
-# ---------------------------------------------------------------------------------------
-
-def _scalar_mix_k(k: int) -> int:
-    k = (k * 0xCC9E2D51) & 0xFFFFFFFF
-    k = ((k << 15) | (k >> 17)) & 0xFFFFFFFF
-    return (k * 0x1B873593) & 0xFFFFFFFF
-
-
-def _scalar_body(h: int, k: int) -> int:
-    h ^= _scalar_mix_k(k)
-    h = ((h << 13) | (h >> 19)) & 0xFFFFFFFF
-    return (h * 5 + 0xE6546B64) & 0xFFFFFFFF
-
-
-def _scalar_fmix(h: int, length: int) -> int:
-    h ^= length & 0xFFFFFFFF
-    h ^= h >> 16
-    h = (h * 0x85EBCA6B) & 0xFFFFFFFF
-    h ^= h >> 13
-    h = (h * 0xC2B2AE35) & 0xFFFFFFFF
-    h ^= h >> 16
-    return h - (1 << 32) if h >= 1 << 31 else h
-
-
-# ---------------------------------------------------------------------------------------
-# Vectorized Murmur3 (uint32 arrays; all operations wrap mod 2**32)
-# ---------------------------------------------------------------------------------------
-
-def _rotl(x: np.ndarray, r: int) -> np.ndarray:
-    return (x << _U32(r)) | (x >> _U32(32 - r))
-
-
-def _mix_k(k: np.ndarray) -> np.ndarray:
-    k = k * _C1
-    k = _rotl(k, 15)
-    k *= _C2
-    return k
-
-
-def _mix_h(h: np.ndarray, k: np.ndarray) -> np.ndarray:
-    """One body block: ``h = rotl(h ^ mix(k), 13) * 5 + n``."""
-    h = h ^ _mix_k(k)
-    h = _rotl(h, 13)
-    h *= _M
-    h += _N
-    return h
-
-
-def _fmix(h: np.ndarray, length) -> np.ndarray:
-    h = h ^ np.asarray(length).astype(np.uint32)
-    h ^= h >> _U32(16)
-    h *= _F1
-    h ^= h >> _U32(13)
-    h *= _F2
-    h ^= h >> _U32(16)
-    return h
-
-
-def _seed(n: int) -> np.ndarray:
-    return np.full(n, SEED, dtype=np.uint32)
-
-
-def _mm_words(words: list[np.ndarray], length: int) -> np.ndarray:
-    """Murmur3 of fixed-length keys made of whole 4-byte blocks (already little-endian words)."""
-    h = _seed(len(words[0]))
-    for k in words:
-        h = _mix_h(h, k)
-    return _fmix(h, length)
-
-
-def _mm_int32(v: np.ndarray) -> np.ndarray:
-    """Murmur3 of ``ByteBuffer.putInt(v)`` (4 bytes big-endian)."""
-    return _mm_words([v.astype(">i4").view("<u4")], 4)
-
-
-def _mm_int64(v: np.ndarray) -> np.ndarray:
-    """Murmur3 of ``ByteBuffer.putLong(v)`` (8 bytes big-endian)."""
-    w = v.astype(">i8").view("<u4").reshape(-1, 2)
-    return _mm_words([w[:, 0], w[:, 1]], 8)
-
-
-def _mm_int16(v: np.ndarray) -> np.ndarray:
-    """Murmur3 of ``ByteBuffer.putShort(v)``: a 2-byte tail, sign-extended."""
-    v = v.astype(np.int16)
-    b0 = (v >> 8).astype(np.int32)  # first (high) byte, as a signed byte
-    b1 = v.astype(np.int8).astype(np.int32)  # second (low) byte, as a signed byte
-    k1 = ((b1 << 8) ^ b0).view(np.uint32)
-    h = _seed(len(v)) ^ _mix_k(k1)
-    return _fmix(h, 2)
-
-
-def _mm_matrix(mat: np.ndarray) -> np.ndarray:
-    """Murmur3 of every row of a (rows, L) uint8 matrix (fixed-length keys of L bytes)."""
-    rows, length = mat.shape
-    nb = length >> 2
-    h = _seed(rows)
-    if nb:
-        words = np.ascontiguousarray(mat[:, : 4 * nb]).view("<u4")
-        for j in range(nb):
-            h = _mix_h(h, words[:, j])
-    if length & 3:
-        k1 = np.zeros(rows, dtype=np.int32)
-        for i in range(length - 4 * nb):  # sign-extended tail bytes
-            k1 ^= mat[:, 4 * nb + i].view(np.int8).astype(np.int32) << (8 * i)
-        h ^= _mix_k(k1.view(np.uint32))
-    return _fmix(h, length)
-
-
-def _mm_var(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """Murmur3 of ``data[starts[i] : starts[i] + lengths[i]]`` for every i (uint8 data)."""
-    n = len(starts)
-    out = _seed(n)
-    if n == 0:
-        return out
-    starts = starts.astype(np.int64, copy=False)
-    lengths = lengths.astype(np.int64, copy=False)
-    buf = np.zeros(len(data) + 4, dtype=np.uint8)  # padded: tail reads never run off the end
-    buf[: len(data)] = data
-    # every (unaligned) little-endian 4-byte word of the buffer: words[i] = buf[i:i+4]
-    words = np.ndarray(shape=(len(buf) - 3,), dtype="<u4", buffer=buf, strides=(1,))
-
-    nblocks = lengths >> 2
-    max_nb = int(nblocks.max())
-    # rows with the most blocks first (small keys: numpy's stable sort is a radix sort)
-    key = max_nb - nblocks
-    key = key.astype(np.uint16 if max_nb < 1 << 16 else np.int64)
-    order = np.argsort(key, kind="stable")
-    nb = nblocks[order]
-    st = starts[order]
-    h = _seed(n)
-    nb_asc = nb[::-1]
-    j = 0
-    while j < max_nb:
-        cnt = n - int(np.searchsorted(nb_asc, j, side="right"))  # rows with more than j blocks
-        if cnt <= _LONG_ROWS and max_nb - j > _LONG_BLOCKS:
-            for r in range(cnt):  # a few very long values: finish their blocks row by row
-                s, e = int(st[r]) + 4 * j, int(st[r]) + 4 * int(nb[r])
-                hr = int(h[r])
-                for (k,) in struct.iter_unpack("<I", buf[s:e].tobytes()):
-                    hr = _scalar_body(hr, k)
-                h[r] = hr
-            break
-        h[:cnt] = _mix_h(h[:cnt], words[st[:cnt] + 4 * j])
-        j += 1
-
-    # tail: 1-3 bytes, each sign-extended before shifting (Hive's variant)
-    ln = lengths[order]
-    tail = (ln & 3).astype(np.int32)
-    if tail.any():
-        w = words[st + 4 * nb].view(np.int32)  # the (padded) 4 bytes after the last block
-        k1 = np.zeros(n, dtype=np.int32)
-        for i in (2, 1, 0):
-            b = (w << (24 - 8 * i)) >> 24  # byte i, sign-extended (arithmetic shift)
-            k1 ^= np.where(tail > i, b << (8 * i), 0).astype(np.int32)
-        h ^= np.where(tail > 0, _mix_k(k1.view(np.uint32)), _U32(0))
-    out[order] = _fmix(h, ln)
-    return out
-
-
-# ---------------------------------------------------------------------------------------
-# Legacy (version 1) hash of byte strings: r = 31 * r + (signed byte)
-# ---------------------------------------------------------------------------------------
-
-_INV31 = pow(31, -1, 1 << 32)  # 31 is odd, hence invertible mod 2**32
-
-
-def _powers(base: int, n: int) -> np.ndarray:
-    """``base**i mod 2**32`` for i in 0..n (uint32)."""
-    p = np.empty(n + 1, dtype=np.uint32)
-    p[0] = 1
-    k = 1
-    while k <= n:  # doubling: p[k:2k] = p[0:k] * base**k
-        step = min(k, n + 1 - k)
-        np.multiply(p[:step], _U32(pow(base, k, 1 << 32)), out=p[k:k + step])
-        k += step
-    return p
-
-
-def _poly31_var(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray, init: int) -> np.ndarray:
-    """``r = init; for b in bytes: r = 31 * r + (byte) b`` for every value (uint32).
-
-    With ``S[i] = sum(b_t * 31**-(t+1) for t < i)`` over the whole data range (31 has an
-    inverse mod 2**32), the value ``data[s:e]`` hashes to ``init * 31**(e-s) +
-    31**e * (S[e] - S[s])``: one pass of prefix sums, no per-row work.
-    """
-    n = len(starts)
-    if n == 0:
-        return np.zeros(0, dtype=np.uint32)
-    starts = starts.astype(np.int64, copy=False)
-    lengths = lengths.astype(np.int64, copy=False)
-    lo = int(starts.min())
-    hi = int((starts + lengths).max())
-    m = max(hi - lo, 0)
-    s = starts - lo
-    e = s + lengths
-    p31 = _powers(31, m)
-    out = p31[lengths] * _U32(init)
-    if m == 0:
-        return out
-    signed = data[lo:hi].view(np.int8).astype(np.int32).view(np.uint32)
-    signed *= _powers(_INV31, m)[1:]
-    csum = np.zeros(m + 1, dtype=np.uint32)
-    np.cumsum(signed, dtype=np.uint32, out=csum[1:])
-    return out + p31[e] * (csum[e] - csum[s])
 
 
 # ---------------------------------------------------------------------------------------
@@ -632,7 +265,7 @@ def _hash_primitive(arr: pa.Array, ht: tuple, v: int) -> np.ndarray:
     if target is not None and arr.type != target:
         if kind == "date" and pa.types.is_date64(arr.type):
             arr = pc.cast(arr, pa.date32())
-        elif _is_string(arr.type) or _is_binary(arr.type) or pa.types.is_timestamp(arr.type):
+        elif is_string_type(arr.type) or is_binary_type(arr.type) or pa.types.is_timestamp(arr.type):
             raise TypeError(f"cannot hash Arrow {arr.type} as Hive {kind}")
         else:
             arr = pc.cast(arr, target)  # safe cast: raises on overflow / truncation
@@ -642,13 +275,13 @@ def _hash_primitive(arr: pa.Array, ht: tuple, v: int) -> np.ndarray:
         return _fixed_values(arr, np.int8).astype(np.int32).view(np.uint32)
     if kind == "smallint":
         x = _fixed_values(arr, np.int16)
-        return _mm_int16(x) if v == 2 else x.astype(np.int32).view(np.uint32)
+        return mm_int16(x) if v == 2 else x.astype(np.int32).view(np.uint32)
     if kind in ("int", "date"):
         x = _fixed_values(arr, np.int32)
-        return _mm_int32(x) if v == 2 else x.view(np.uint32).copy()
+        return mm_int32(x) if v == 2 else x.view(np.uint32).copy()
     if kind == "bigint":
         x = _fixed_values(arr, np.int64)
-        return _mm_int64(x) if v == 2 else _fold64(x.view(np.uint64))
+        return mm_int64(x) if v == 2 else _fold64(x.view(np.uint64))
     if kind == "float":
         bits = _fixed_values(arr, np.uint32)
         f = bits.view(np.float32)
@@ -656,27 +289,27 @@ def _hash_primitive(arr: pa.Array, ht: tuple, v: int) -> np.ndarray:
         if v == 1:
             return bits
         # putFloat((float) intBits): the int is converted numerically to a float
-        return _mm_int32(bits.view(np.int32).astype(np.float32).view(np.int32))
+        return mm_int32(bits.view(np.int32).astype(np.float32).view(np.int32))
     if kind == "double":
         bits = _fixed_values(arr, np.uint64)
         d = bits.view(np.float64)
         bits = np.where(np.isnan(d), _DOUBLE_NAN_BITS, bits)  # doubleToLongBits
         if v == 1:
             return _fold64(bits)
-        return _mm_int64(bits.view(np.int64).astype(np.float64).view(np.int64))
+        return mm_int64(bits.view(np.int64).astype(np.float64).view(np.int64))
     if kind in ("string", "varchar", "char", "binary"):
         if kind == "binary":
-            if not _is_binary(arr.type) and not _is_string(arr.type):
+            if not is_binary_type(arr.type) and not is_string_type(arr.type):
                 raise TypeError(f"cannot hash Arrow {arr.type} as Hive binary")
-        elif not _is_string(arr.type):
+        elif not is_string_type(arr.type):
             raise TypeError(f"cannot hash Arrow {arr.type} as Hive {kind} (need a string array)")
         data, starts, lengths = _binary_parts(arr)
         if kind == "char":
             lengths = _strip_trailing_spaces(data, starts, lengths)
         if v == 2:
-            return _mm_var(data, starts, lengths)
+            return mm_var(data, starts, lengths)
         # v1: STRING hashes like String.hashCode over bytes; Text/BytesWritable start at 1
-        return _poly31_var(data, starts, lengths, 0 if kind == "string" else 1)
+        return poly31_var(data, starts, lengths, 0 if kind == "string" else 1)
     if kind == "timestamp":
         return _hash_timestamp(arr, v)
     if kind == "decimal":
@@ -774,7 +407,7 @@ def _mm_timestamp_bytes(seconds: np.ndarray, nanos: np.ndarray) -> np.ndarray:
             parts.append(_vlong_matrix(f1[idx], m1[idx], a))
         if b:
             parts.append(_vlong_matrix(f2[idx], m2[idx], b))
-        out[idx] = _mm_matrix(np.concatenate(parts, axis=1))
+        out[idx] = mm_matrix(np.concatenate(parts, axis=1))
     return out
 
 
@@ -868,7 +501,7 @@ def _hash_decimal(arr: pa.Array, v: int) -> np.ndarray:
     out = np.empty(n, dtype=np.uint32)
     for length_ in np.unique(length):
         idx = np.nonzero(length == length_)[0]
-        out[idx] = _mm_matrix(be[idx, 16 - int(length_):])
+        out[idx] = mm_matrix(be[idx, 16 - int(length_):])
     return out
 
 
@@ -927,6 +560,6 @@ def _hash_nested(arr: pa.Array, ht: tuple, v: int) -> np.ndarray:
         # (the lists tile the sliced child array back to back)
         ends = starts + lengths
         from_end = np.repeat(ends - 1, lengths) - np.arange(len(eh), dtype=np.int64)
-        pw = _powers(31, int(lengths.max()) if n else 0)
+        pw = powers(31, int(lengths.max()) if n else 0)
         return _segment_sums(eh * pw[from_end], starts, lengths)
     raise NotImplementedError(f"bucketing hash of Hive type {kind!r} is not implemented")
