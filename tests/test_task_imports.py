@@ -1,5 +1,5 @@
 """Tasks import nothing driver-side. What would be shipped to an executor (a read task's
-pickled reader and partition, a write task's ``WritePlan``, a DML task's ``ChangePlan`` and
+pickled reader and partition, a write task's staged write (``AcidTable.newWrite``), a DML task's ``ChangePlan`` and
 change rows, a ``CompactionTask``) is unpickled and run in a fresh interpreter, which must not
 load the transaction store, SQLAlchemy, the resolver, the planner, transactions or the SQL
 parser. The parent then commits what the child wrote, so the child did the real work.
@@ -32,10 +32,9 @@ kind, payload = pickle.loads(sys.stdin.buffer.read())
 if kind == "read":
     reader, partition = payload
     result = sum(b.num_rows for b in reader.read(partition))
-elif kind == "write":
-    from acid_source.write.task import TaskWriter
-    plan, task_id, batches = payload
-    task = TaskWriter(plan, task_id)
+elif kind == "write":  # the staged write Spark ships to its tasks; each asks it for its writer
+    staged, task_id, batches = payload
+    task = staged.writer(task_id)
     for batch in batches:
         task.write(batch)
     result = task.close()
@@ -94,13 +93,13 @@ def test_a_spark_read_task_imports_nothing_driver_side(table):
 
 
 def test_a_write_task_imports_nothing_driver_side(table):
-    from acid_source.options import WriteOptions
-    from acid_source.writes import begin_write
+    """``AcidTable.newWrite``: the pickled staged write runs its writer in the child."""
+    from acid_source.table import AcidTable
 
     batch = pa.RecordBatch.from_pydict({"id": pa.array([4, 5], pa.int64())})
-    job, txn = begin_write(WriteOptions.parse({"path": table}), batch.schema, False)
-    result = run_in_fresh_interpreter("write", (job.plan, 0, [batch]))
-    job.commit(txn, [result])
+    with AcidTable.load(table).newWrite(mode="append") as staged:
+        result = run_in_fresh_interpreter("write", (staged, 0, [batch]))
+        staged.commit([result])
     assert ids(table) == [1, 2, 3, 4, 5]
 
 
