@@ -53,10 +53,6 @@ def _key(store: Metastore, table_id: int, partition: str) -> tuple[str, int, str
     return (store.url, table_id, partition)
 
 
-def _store_url(store: Metastore) -> str:
-    return store._url.render_as_string(hide_password=False)
-
-
 # --- running it --------------------------------------------------------------------------------
 def _entry(info: TableInfo, partition: str | None, status: str, **fields) -> dict:
     return {"table": info.name, "location": info.location, "partition": partition, "status": status, **fields}
@@ -153,7 +149,7 @@ def _compact(store: Metastore, info: TableInfo, kind: str, batch: list[tuple[Dat
     where = info.location + (f" (partitions {shown})" if info.partition_columns else "")
     logger.info("%s compaction of %s: %s", kind, where, "; ".join(e["reason"] for _, e in batch))
     try:
-        metrics = compact_table(info.location, kind, partitions=partitions, metastore_url=_store_url(store),
+        metrics = compact_table(info.location, kind, partitions=partitions, metastore_url=store.connect_url(),
                                 storage_options=storage_options, run_tasks=run_tasks)
     except ConflictError as exc:  # an overwrite won: nothing to do, and not the compaction's fault
         logger.info("%s compaction of %s gave way to a concurrent write: %s", kind, where, exc)

@@ -37,13 +37,10 @@ trigger would run inside the committing process (no Spark runner) is bounded by
 
 from __future__ import annotations
 
-import math
-import os
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from ..errors import InvalidOptionError
+from .. import settings
 from ..layout.acid_state import AcidState, get_acid_state
 from ..layout.names import is_hidden, parse_dir_name
 from ..layout.table_dirs import INSERT_ONLY
@@ -60,22 +57,13 @@ ABORTED = "hive.compactor.abortedtxn.threshold"
 FAILED = "hive.compactor.initiator.failed.compacts.threshold"
 CHECK_INTERVAL = "hive.compactor.check.interval"
 
-#: Hive's defaults (HiveConf)
-DEFAULTS: dict[str, float] = {DELTA_NUM: 10, DELTA_PCT: 0.1, ABORTED: 1000, FAILED: 2, CHECK_INTERVAL: 300.0}
 #: per-table overrides: ``compactorthreshold.<name>`` (Hive reads the first two per table)
 TABLE_SETTINGS = (DELTA_NUM, DELTA_PCT, ABORTED, FAILED)
 PROPERTY_PREFIX = "compactorthreshold."
 NO_AUTO_COMPACTION = "no_auto_compaction"
-ENV_AUTO_COMPACT = "ACIDORC_AUTO_COMPACT"
 #: the largest compaction input (bytes read) an after-commit trigger runs in the committing
 #: process when no task runner (Spark) is given; larger ones are left to an explicit pass
-ENV_MAX_BYTES = "ACIDORC_AUTO_COMPACT_MAX_BYTES"
-DEFAULT_MAX_BYTES = 256 * 1024 * 1024
-
-
-def env_name(setting: str) -> str:
-    """``hive.compactor.delta.num.threshold`` -> ``ACIDORC_COMPACTOR_DELTA_NUM_THRESHOLD``."""
-    return "ACIDORC_" + setting.removeprefix("hive.").replace(".", "_").upper()
+ENV_MAX_BYTES = settings.AUTO_COMPACT_MAX_BYTES.name
 
 
 @dataclass(frozen=True)
@@ -110,49 +98,10 @@ class Decision:
     aborted: int
 
 
-# --- settings -------------------------------------------------------------------------------
-def _parse(setting: str, text: str, source: str) -> float:
-    """A threshold value, checked: Hive parses them with Integer/Float.parseInt, acidorc also
-    refuses values that would make every data object qualify (negative ones)."""
-    value = text.strip()
-    try:
-        if setting in (DELTA_NUM, ABORTED, FAILED):
-            number: float = int(value)
-        elif setting == CHECK_INTERVAL:
-            number = _seconds(value)
-        else:
-            number = float(value)
-    except ValueError:
-        number = math.nan
-    minimum = 1 if setting == FAILED else 0
-    if not math.isfinite(number) or number < minimum:
-        kind = ("an integer" if setting in (DELTA_NUM, ABORTED, FAILED)
-                else "a duration (seconds, or with a unit: 500ms, 300s, 5m, 1h)" if setting == CHECK_INTERVAL
-                else "a number")
-        raise InvalidOptionError(source, f"{setting} must be {kind} >= {minimum}, got {text!r}")
-    return number
-
-
-_UNITS = {"ms": 0.001, "s": 1.0, "sec": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
-_DURATION = re.compile(r"([0-9.eE+-]+)\s*([a-z]*)")
-
-
-def _seconds(text: str) -> float:
-    m = _DURATION.fullmatch(text.lower())
-    if m is None or m.group(2) not in _UNITS and m.group(2) != "":
-        raise ValueError(text)
-    return float(m.group(1)) * _UNITS.get(m.group(2), 1.0)
-
-
+# --- settings (the environment through acid_source.settings) ---------------------------------------
 def global_settings(env: Mapping[str, str] | None = None) -> dict[str, float]:
     """Hive's defaults, overridden by ``ACIDORC_COMPACTOR_*`` environment variables."""
-    env = os.environ if env is None else env
-    values = dict(DEFAULTS)
-    for setting in DEFAULTS:
-        text = env.get(env_name(setting), "").strip()
-        if text:
-            values[setting] = _parse(setting, text, env_name(setting))
-    return values
+    return {name: setting.get(env) for name, setting in settings.COMPACTOR.items()}
 
 
 def _property(properties: Mapping[str, str], key: str) -> str | None:
@@ -174,7 +123,7 @@ def table_settings(properties: Mapping[str, str], env: Mapping[str, str] | None 
     for setting in TABLE_SETTINGS:
         text = _property(properties, PROPERTY_PREFIX + setting)
         if text is not None:
-            values[setting] = _parse(setting, str(text), PROPERTY_PREFIX + setting)
+            values[setting] = settings.COMPACTOR[setting].parse(PROPERTY_PREFIX + setting, str(text))
     return CompactorSettings(int(values[DELTA_NUM]), float(values[DELTA_PCT]), int(values[ABORTED]),
                              int(values[FAILED]), float(values[CHECK_INTERVAL]))
 
@@ -187,28 +136,12 @@ def auto_compaction_disabled(properties: Mapping[str, str]) -> bool:
 
 def after_commit_enabled(env: Mapping[str, str] | None = None) -> bool:
     """The global switch of the after-commit trigger: ``ACIDORC_AUTO_COMPACT`` (default on)."""
-    env = os.environ if env is None else env
-    text = env.get(ENV_AUTO_COMPACT, "").strip().lower()
-    if text in ("", "1", "true", "yes", "on"):
-        return True
-    if text in ("0", "false", "no", "off"):
-        return False
-    raise InvalidOptionError(ENV_AUTO_COMPACT, f"expected true or false, got {env.get(ENV_AUTO_COMPACT)!r}")
+    return settings.AUTO_COMPACT.get(env)
 
 
 def after_commit_max_bytes(env: Mapping[str, str] | None = None) -> int:
     """``ACIDORC_AUTO_COMPACT_MAX_BYTES`` (default 256 MiB)."""
-    env = os.environ if env is None else env
-    text = env.get(ENV_MAX_BYTES, "").strip()
-    if not text:
-        return DEFAULT_MAX_BYTES
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise InvalidOptionError(ENV_MAX_BYTES, f"expected a number of bytes >= 0, got {text!r}")
-    return value
+    return settings.AUTO_COMPACT_MAX_BYTES.get(env)
 
 
 # --- the decision -----------------------------------------------------------------------------

@@ -23,12 +23,9 @@ from acid_source.maintenance.compactor import compact_table, run_in_process
 from acid_source.maintenance.initiator import run_initiator
 from acid_source.maintenance.thresholds import assess, compaction_needed, data_objects, table_settings
 from acid_source.metastore import Metastore
-from acid_source.options import WriteOptions
 from acid_source.resolve import resolve_table
 from acid_source.storage import Storage
 from acid_source.txn import Transaction
-from acid_source.write.task import TaskWriter
-from acid_source.writes import begin_write
 
 SCHEMA = pa.schema([("id", pa.int64()), ("s", pa.string())])
 PART_SCHEMA = pa.schema([("id", pa.int64()), ("s", pa.string()), ("p", pa.string())])
@@ -176,12 +173,12 @@ def test_delta_to_base_size_ratio(tmp_path, url):
 # --- aborted write ids and open transactions ----------------------------------------------------
 def _orphan(path, url) -> int:
     """Files of a write whose driver died before its commit; the store then aborts it."""
-    job, txn = begin_write(WriteOptions.parse({"path": path, "metastoreUrl": url}), SCHEMA, False, heartbeat="none")
-    task = TaskWriter(job.plan, 0)
-    task.write(pa.record_batch({"id": pa.array([-1], pa.int64()), "s": ["lost"]}))
-    task.close()
-    Metastore(url).abort(txn.txn_id, "the driver died")
-    return txn.txn_id
+    staged = AcidTable.load(path, metastoreUrl=url).newWrite()
+    writer = staged.writer(0)
+    writer.write(pa.record_batch({"id": pa.array([-1], pa.int64()), "s": ["lost"]}))
+    writer.close()
+    Metastore(url).abort(staged.txnId, "the driver died")
+    return staged.txnId
 
 
 def test_aborted_write_ids_left_on_disk_trigger_a_major_compaction(tmp_path, url):
