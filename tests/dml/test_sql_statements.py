@@ -261,6 +261,18 @@ def test_deep_but_allowed_nesting_parses():
     assert s.assignments[0][0] == "a"
 
 
+def test_statements_share_the_size_bound_of_every_sql_text():
+    """One bound for every SQL text acidorc reads (issue 14); other statements are Spark's."""
+    where = " OR ".join(f"id = {i}" for i in range(12_000))
+    text = f"DELETE FROM t WHERE {where}"
+    assert len(text) > 100_000
+    with pytest.raises(InvalidArgumentError) as info:
+        parse_statement(text)
+    assert str(info.value) == (f"argument 'statement': the statement is {len(text)} characters long; at most "
+                               "100000 are accepted")
+    assert parse_statement(f"SELECT * FROM t WHERE {where}") is None
+
+
 def test_the_error_pickles_with_its_message():
     with pytest.raises(InvalidArgumentError) as info:
         parse_statement("DELETE FROM t WHERE (")
