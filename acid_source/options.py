@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from .errors import InvalidOptionError
+from .layout.partitions import parse_partition_segment
 from .layout.writeids import ValidTxnList, ValidWriteIdList
 from .orc.codecs import CODECS, DEFAULT_CODEC, canonical_codec
 
@@ -279,14 +280,17 @@ def spark_storage_options(pairs) -> dict[str, str]:
 
 
 @dataclass(frozen=True)
-class ReadOptions:
+class ReadSpec:
+    """What one read reads, typed: the core takes this, never option strings. Spark's string
+    options become one in one place, :meth:`from_options` (the Spark edge)."""
+
     path: str
-    write_ids: ValidWriteIdList | None  # None: from the metastore, else everything on disk
-    txns: ValidTxnList | None
-    include_row_id: bool
-    table_type: str
-    max_split_bytes: int
-    storage_options: tuple
+    write_ids: ValidWriteIdList | None = None  # None: from the metastore, else everything on disk
+    txns: ValidTxnList | None = None
+    include_row_id: bool = False
+    table_type: str = "auto"
+    max_split_bytes: int = DEFAULT_MAX_SPLIT_BYTES
+    storage_options: tuple = ()
     partition_filter: str | None = None
     row_filter: str | None = None
     filter_pushdown: str = "auto"
@@ -296,7 +300,9 @@ class ReadOptions:
     read_lease_seconds: float = DEFAULT_READ_LEASE_SECONDS  # 0: the read takes no lease
 
     @classmethod
-    def parse(cls, options: Mapping[str, str]) -> "ReadOptions":
+    def from_options(cls, options: Mapping[str, str]) -> "ReadSpec":
+        """Spark's read options (case-insensitive strings), validated: every error names its
+        option."""
         opts = _canonical(dict(options), READ_OPTIONS, WRITE_OPTIONS)
         path = _path(opts, ".load(path)")
         table_type = _choice(opts, "tableType", TABLE_TYPES, "auto")
@@ -332,6 +338,13 @@ class ReadOptions:
             read_lease_seconds=(parse_seconds("readLeaseSeconds", opts["readLeaseSeconds"])
                                 if "readLeaseSeconds" in opts else default_read_lease_seconds()),
         )
+
+
+    parse = from_options  # the name the Spark adapters used
+
+
+#: The Spark-facing name of :class:`ReadSpec`.
+ReadOptions = ReadSpec
 
 
 def parse_version(option: str, value) -> int:
@@ -392,24 +405,35 @@ def _column_list(opts: dict, option: str) -> tuple[str, ...]:
     return columns
 
 
+#: A static partition: ((column, value), ...); a value is the partition's text (as in a Hive
+#: partition spec, unescaped), None for the NULL partition (Hive's default partition).
+StaticPartition = tuple[tuple[str, "str | None"], ...]
+
+
 @dataclass(frozen=True)
-class WriteOptions:
+class WriteSpec:
+    """What one append or overwrite writes, typed: ``AcidTable`` builds one directly; Spark's
+    string options become one in one place, :meth:`from_options` (the Spark edge)."""
+
     path: str
-    metastore_url: str | None
-    static_partition: str | None
-    dynamic_overwrite: bool
-    partition_columns: tuple[str, ...]
-    bucket_columns: tuple[str, ...]
-    num_buckets: int
-    insert_only: bool
-    compression: str
-    table_name: str | None
-    storage_options: tuple
+    metastore_url: str | None = None
+    #: None, or the static partition the data goes to (the data then lacks those columns)
+    partition: StaticPartition | None = None
+    dynamic_overwrite: bool = False
+    partition_columns: tuple[str, ...] = ()
+    bucket_columns: tuple[str, ...] = ()
+    num_buckets: int = 0
+    insert_only: bool = False
+    compression: str = DEFAULT_CODEC
+    table_name: str | None = None
+    storage_options: tuple = ()
     # the table-creation options the caller actually gave (checked against an existing table)
     given: frozenset = frozenset()
 
     @classmethod
-    def parse(cls, options: Mapping[str, str]) -> "WriteOptions":
+    def from_options(cls, options: Mapping[str, str]) -> "WriteSpec":
+        """Spark's write options (case-insensitive strings), validated: every error names its
+        option; ``partition`` (``ds=2026-11-21/region=eu``) becomes column-value pairs."""
         opts = _canonical(dict(options), WRITE_OPTIONS, READ_OPTIONS)
         path = _path(opts, ".save(path)")
         mode = _choice(opts, "partitionOverwriteMode", ("static", "dynamic"), "static")
@@ -436,7 +460,7 @@ class WriteOptions:
         return cls(
             path=path,
             metastore_url=opts.get("metastoreUrl"),
-            static_partition=opts.get("partition"),
+            partition=parse_partition_spec(opts["partition"]) if "partition" in opts else None,
             dynamic_overwrite=mode == "dynamic",
             partition_columns=partition_columns,
             bucket_columns=bucket_columns,
@@ -447,3 +471,22 @@ class WriteOptions:
             storage_options=_storage_options(opts),
             given=frozenset(k for k in CREATE_OPTIONS if k in opts),
         )
+
+    parse = from_options  # the name the Spark adapters used
+
+
+#: The Spark-facing name of :class:`WriteSpec`.
+WriteOptions = WriteSpec
+
+
+def parse_partition_spec(text: str) -> StaticPartition:
+    """``ds=2026-11-21/region=eu`` (or comma-separated) -> ``(("ds", "2026-11-21"), ("region",
+    "eu"))``: names and values unescaped, None for Hive's default partition. Whether the
+    columns are the table's is checked against the table (:func:`~acid_source.write.rows.static_partition_values`)."""
+    pairs = []
+    for segment in [s for s in str(text).replace(",", "/").split("/") if s.strip()]:
+        parsed = parse_partition_segment(segment.strip())
+        if parsed is None:
+            raise InvalidOptionError("partition", f"{segment!r} is not of the form column=value")
+        pairs.append(parsed)
+    return tuple(pairs)

@@ -15,14 +15,22 @@ import pyarrow as pa
 
 from .errors import InvalidArgumentError, InvalidOptionError, SchemaError, TableNotRegisteredError
 from .metastore.tableinfo import TABLE_NAME, normalize_location
-from .options import WriteOptions, parse_timestamp, parse_version, spark_storage_options
+from .options import (
+    DEFAULT_MAX_SPLIT_BYTES,
+    WriteSpec,
+    parse_partition_spec,
+    parse_size,
+    parse_timestamp,
+    parse_version,
+    spark_storage_options,
+)
 from .resolve import open_store, resolve_table
 from .scan.planner import TableScan
 from .scan.reader import read_split
 from .scan.resolved import ResolvedTable, SnapshotSpec
 from .storage import option_pairs
-from .write.task import TaskWriter
-from .writes import begin_write
+from .write.staged import StagedWrite
+from .writes import stage_write
 
 
 class AcidTable:
@@ -144,73 +152,93 @@ class AcidTable:
 
     # --- reading ---------------------------------------------------------------------------
     def scan(self, rowFilter: str | None = None, columns: Iterable[str] | None = None, *,
-             versionAsOf: int | None = None, timestampAsOf: Any = None) -> "AcidScan":
+             versionAsOf: int | None = None, timestampAsOf: Any = None, includeRowId: bool = False,
+             maxSplitBytes: int | str | None = None) -> "AcidScan":
         """A scan of the latest snapshot, or of the table as it was right after write id
         ``versionAsOf`` committed, or at ``timestampAsOf`` (datetime, ISO-8601 string — UTC
-        unless it names a zone — or epoch seconds). The snapshot is taken now."""
+        unless it names a zone — or epoch seconds). The snapshot is taken now.
+        ``includeRowId`` adds Hive's ``ROW__ID`` struct column (writeId, bucketId, rowId), as
+        the read option does; ``maxSplitBytes`` (bytes, or a size such as ``"128m"``): a bucket
+        larger than this is read in several splits, as the read option.
+
+        >>> t.scan(includeRowId=True, columns=["id", "ROW__ID"]).toArrow()  # doctest: +SKIP
+        """
+        if not isinstance(includeRowId, bool):
+            raise InvalidArgumentError("includeRowId", f"expected True or False, got {includeRowId!r}")
+        split_bytes = DEFAULT_MAX_SPLIT_BYTES
+        if maxSplitBytes is not None:
+            if isinstance(maxSplitBytes, bool) or not isinstance(maxSplitBytes, (int, str)):
+                raise InvalidArgumentError("maxSplitBytes", f"expected a number of bytes, got {maxSplitBytes!r}")
+            try:
+                split_bytes = parse_size("maxSplitBytes", str(maxSplitBytes))
+            except InvalidOptionError as exc:
+                raise InvalidArgumentError("maxSplitBytes", str(exc).removeprefix("option 'maxSplitBytes': ")) from None
         if versionAsOf is not None and timestampAsOf is not None:
             raise InvalidArgumentError("timestampAsOf", "give versionAsOf or timestampAsOf, not both")
         spec = SnapshotSpec(
             version_as_of=None if versionAsOf is None else _version(versionAsOf),
             timestamp_as_of=None if timestampAsOf is None else _timestamp(timestampAsOf),
         )
-        return AcidScan(self._resolve(spec), rowFilter, columns, metastoreUrl=self._metastore_url)
+        return AcidScan(self._resolve(spec), rowFilter, columns, metastoreUrl=self._metastore_url,
+                        includeRowId=includeRowId, maxSplitBytes=split_bytes)
 
     def toArrow(self) -> pa.Table:
         """The whole table at its latest snapshot."""
         return self.scan().toArrow()
 
     # --- writing ---------------------------------------------------------------------------
+    def newWrite(self, mode: str = "append", partition: str | Mapping[str, Any] | None = None) -> "StagedWrite":
+        """Stage an append (``mode="append"``) or an overwrite (``"overwrite"``: the whole
+        table, or with ``partition`` - ``{"day": "2026-11-21"}`` or ``"day=2026-11-21"`` - that
+        one partition) in a new transaction, for tasks that write Arrow batches anywhere - a
+        streaming producer, another engine's tasks - and one commit. ``writer(taskId)`` gives a
+        task's writer (``write(batch)``, ``close()`` -> result, ``abort()``; its batches have the
+        staged write's ``schema``: the table's columns, without the partition columns when
+        ``partition`` is given); ``commit(results)`` commits them all and returns the metrics
+        ``append`` returns; ``abort()`` removes everything. As a context manager it aborts on
+        an exception (or when the block ends without a commit).
+
+        >>> with t.newWrite(mode="append") as staged:                     # doctest: +SKIP
+        ...     writers = [staged.writer(i) for i in range(2)]
+        ...     writers[0].write(batch_a); writers[1].write(batch_b)
+        ...     metrics = staged.commit([w.close() for w in writers])
+        """
+        return self._stage(mode, partition, None)
+
     def append(self, data) -> dict:
         """Append rows (pyarrow Table, RecordBatch, RecordBatchReader or iterable of batches)
-        in one transaction; returns its metrics."""
-        return self._write(data, overwrite=False)
+        in one transaction; returns its metrics. A shorthand for :meth:`newWrite` with one task."""
+        return self._write(data, "append", None)
 
     def overwrite(self, data, partition: str | Mapping[str, Any] | None = None) -> dict:
         """Replace the whole table, or one partition (``{"day": "2026-11-21"}`` or
-        ``"day=2026-11-21"``; the data then lacks the partition columns), in one transaction."""
-        return self._write(data, overwrite=True, partition=partition)
+        ``"day=2026-11-21"``; the data then lacks the partition columns), in one transaction.
+        A shorthand for :meth:`newWrite` with one task."""
+        return self._write(data, "overwrite", partition)
 
-    def _write(self, data, *, overwrite: bool, partition=None) -> dict:
+    def _write(self, data, mode: str, partition) -> dict:
         schema, batches = _batches(data)
-        options: dict[str, str] = {"path": self.location}
-        if self._metastore_url is not None:
-            options["metastoreUrl"] = self._metastore_url
-        options.update(spark_storage_options(self._storage_options))
-        if partition is not None:
-            options["partition"] = _partition_spec(partition)
-        resolved = self._refresh()
-        if not resolved.registered:
-            raise TableNotRegisteredError(
-                f"{resolved.location} is not registered in the transaction store; acidorc writes only tables "
-                "whose write ids it allocates (create one with acid_source.create_table)", location=resolved.location)
-        job, txn = begin_write(WriteOptions.parse(options), schema, overwrite, heartbeat="thread")
-        task = TaskWriter(job.plan, 0)
-        try:
+        with self._stage(mode, partition, schema) as staged:
+            task = staged.writer(0)
             for batch in batches:
                 task.write(batch)
-            result = task.close()
-        except BaseException as exc:
-            task.abort()
-            job.abort(txn, [task.result], reason=f"{type(exc).__name__}: {exc}")
-            raise
-        job.commit(txn, [result])
-        from .maintenance.initiator import maybe_compact_after_commit
+            return staged.commit([task.close()])
 
-        partitions = sorted({f.partition for f in result.files})
-        metrics: dict[str, Any] = {
-            "operation": job.operation,
-            "writeId": job.plan.write_id,
-            "txnId": txn.txn_id,
-            "numOutputRows": result.rows,
-            "numFiles": len(result.files),
-            "partitions": partitions,
-        }
-        compactions = maybe_compact_after_commit(resolved.location, txn.metastore, partitions,
-                                                 storage_options=self._storage_options)
-        if compactions:
-            metrics["autoCompaction"] = compactions
-        return metrics
+    def _stage(self, mode: Any, partition: Any, data_schema: pa.Schema | None) -> "StagedWrite":
+        if mode not in ("append", "overwrite"):
+            raise InvalidArgumentError("mode", f"expected 'append' or 'overwrite', got {mode!r}")
+        static = None if partition is None else _static_partition(partition)
+        # the store alone says whether acidorc writes the table: no listing of storage (a write
+        # does not read the table, and an overwrite replaces data objects storage lost)
+        store = open_store(self._metastore_url)
+        info = store.find_table(self.location) if store is not None else None
+        if info is None:
+            raise TableNotRegisteredError(
+                f"{self.location} is not registered in the transaction store; acidorc writes only tables "
+                "whose write ids it allocates (create one with acid_source.create_table)", location=self.location)
+        spec = WriteSpec(path=info.location, metastore_url=self._metastore_url, partition=static,
+                         storage_options=self._storage_options)
+        return stage_write(spec, overwrite=mode == "overwrite", data_schema=data_schema, heartbeat="thread")
 
     # --- changing rows (UPDATE / DELETE / MERGE) ----------------------------------------------
     def alias(self, aliasName: str) -> "AcidTable":
@@ -506,10 +534,13 @@ class AcidScan:
     a read lease in the transaction store, so the cleaner keeps the files of its snapshot."""
 
     def __init__(self, table: ResolvedTable, rowFilter: str | None, columns: Iterable[str] | None, *,
-                 metastoreUrl: str | None = None):
+                 metastoreUrl: str | None = None, includeRowId: bool = False,
+                 maxSplitBytes: int = DEFAULT_MAX_SPLIT_BYTES):
         self._table = table
         self._metastore_url = metastoreUrl
-        full = table.schema()
+        self._include_row_id = includeRowId
+        self._max_split_bytes = maxSplitBytes
+        full = table.schema(includeRowId)
         self._condition = None
         if rowFilter is not None:
             from .expressions import parse_condition
@@ -544,7 +575,8 @@ class AcidScan:
         try:
             # lists the directories (leased); the reader applies the filter, partitions it
             # rules out are not read at all
-            scan = TableScan(self._table, row_filter=None if self._condition is None else self._condition.text)
+            scan = TableScan(self._table, row_filter=None if self._condition is None else self._condition.text,
+                             include_row_id=self._include_row_id, max_split_bytes=self._max_split_bytes)
             ctx, splits = scan.plan(self._read_schema)
             for split in splits:
                 for batch in read_split(split, ctx):
@@ -625,27 +657,23 @@ def _batches(data) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
                                        f"got {type(data).__name__}")
 
 
-def _partition_text(value) -> str:
-    from .write.rows import format_partition_value
-
-    return format_partition_value(value) or ""
-
-
-def _partition_spec(partition) -> str:
+def _static_partition(partition) -> tuple[tuple[str, str | None], ...]:
+    """The ``partition`` argument as typed (column, value text) pairs: a dict's values keep
+    exactly their text (None: the NULL partition); a string is a Hive partition spec."""
     if isinstance(partition, str):
-        return partition
+        return parse_partition_spec(partition)
     if isinstance(partition, Mapping):
-        from .layout.partitions import DEFAULT_PARTITION_NAME, escape_path_name
+        from .layout.partitions import DEFAULT_PARTITION_NAME
+        from .write.rows import format_partition_value
 
-        parts = []
+        pairs: list[tuple[str, str | None]] = []
         for column, value in partition.items():
             if value is None:
-                text = DEFAULT_PARTITION_NAME
-            elif str(value) == DEFAULT_PARTITION_NAME:
+                pairs.append((str(column), None))
+                continue
+            if str(value) == DEFAULT_PARTITION_NAME:
                 raise SchemaError(f"partition value {DEFAULT_PARTITION_NAME!r} of {column!r} would read back as "
                                   "NULL; pass None for the NULL partition", column=str(column))
-            else:  # escaped here, unescaped by the partition spec parser: the value arrives as given
-                text = escape_path_name(_partition_text(value))
-            parts.append(f"{escape_path_name(str(column))}={text}")
-        return "/".join(parts)
+            pairs.append((str(column), format_partition_value(value) or ""))
+        return tuple(pairs)
     raise InvalidArgumentError("partition", f"expected 'col=value/...' or a dict, got {type(partition).__name__}")

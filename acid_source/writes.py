@@ -1,71 +1,72 @@
 """Starting a write on the driver: find or create the table, check the data and options
-against it, open the transaction and allocate the write id. Used by ``df.write`` and by
-:class:`~acid_source.table.AcidTable`."""
+against it, open the transaction and allocate the write id, giving a
+:class:`~acid_source.write.staged.StagedWrite`. Used by ``df.write`` and by
+:class:`~acid_source.table.AcidTable` (``newWrite``, ``append``, ``overwrite``)."""
 
 from __future__ import annotations
 
 import pyarrow as pa
 
-from .errors import InvalidOptionError, NotAnAcidTableError, SchemaError
+from .errors import InvalidOptionError, NotAnAcidTableError, SchemaError, TableNotRegisteredError
 from .layout.names import is_hidden
-from .layout.partitions import parse_partition_segment
 from .layout.table_dirs import convert_partition_value, discover_layout, has_acid_layout, infer_partition_type
 from .metastore import Metastore
 from .metastore.engine import check_shareable
 from .metastore.tableinfo import TableInfo
-from .options import WriteOptions
+from .options import WriteSpec
 from .orc.codecs import canonical_codec
 from .scan.resolved import nullable
 from .storage import Storage
 from .txn import Transaction
 from .write.job import WriteJob
-from .write.rows import parse_static_partition, partition_path
-from .write.task import WritePlan
-
-# Arrow type changes a write may make silently when the data's type differs from the table's.
-_WIDENINGS = {
-    (pa.int8(), pa.int16()), (pa.int8(), pa.int32()), (pa.int8(), pa.int64()),
-    (pa.int16(), pa.int32()), (pa.int16(), pa.int64()), (pa.int32(), pa.int64()),
-    (pa.float32(), pa.float64()),
-}
+from .write.rows import partition_path, static_partition_values
+from .write.staged import StagedWrite
+from .write.task import WritePlan, check_data_schema, check_unique_columns
 
 
-def _compatible(data_type: pa.DataType, table_type: pa.DataType) -> bool:
-    return data_type == table_type or (data_type, table_type) in _WIDENINGS or pa.types.is_null(data_type)
-
-
-def begin_write(options: WriteOptions, data_schema: pa.Schema, overwrite: bool, *,
-                heartbeat: str = "thread") -> tuple[WriteJob, Transaction]:
-    """Everything before the tasks run. Nothing is written to the table here except, for a
-    new table, its registration and root directory; any error leaves the table as it was."""
-    if options.metastore_url is not None:
-        check_shareable(options.metastore_url)
-    _check_unique_columns(data_schema)
-    metastore = Metastore(options.metastore_url)
-    storage = Storage(options.path, options.storage_options)
-    table = metastore.find_table(options.path)
+def stage_write(spec: WriteSpec, *, overwrite: bool, data_schema: pa.Schema | None = None,
+                heartbeat: str = "thread") -> StagedWrite:
+    """Everything before the tasks run: find or create the table, check the data's schema
+    (``data_schema``; None: each task checks its batches), open the transaction, allocate the
+    write id. Nothing is written to the table here except, for a new table, its registration
+    and root directory; any error leaves the table as it was. ``heartbeat`` as
+    :meth:`Transaction.begin` (``"process"`` when the transaction outlives this process)."""
+    if spec.metastore_url is not None:
+        check_shareable(spec.metastore_url)
+    if data_schema is not None:
+        check_unique_columns(data_schema)
+    metastore = Metastore(spec.metastore_url)
+    storage = Storage(spec.path, spec.storage_options)
+    table = metastore.find_table(spec.path)
     if table is None:
-        table = _create_table(metastore, storage, options, data_schema)
+        if data_schema is None:
+            raise TableNotRegisteredError(
+                f"{spec.path} is not registered in the transaction store; a staged write without the data's "
+                "schema cannot create it (create it with acid_source.create_table)", location=spec.path)
+        table = _create_table(metastore, storage, spec, data_schema)
     else:
-        _check_create_options(table, options)
-        storage = Storage(table.location, options.storage_options)
+        _check_create_options(table, spec)
+        storage = Storage(table.location, spec.storage_options)
     static: tuple[tuple[str, object], ...] = ()
-    if options.static_partition is not None:
+    if spec.partition is not None:
         if not table.partition_columns:
             raise InvalidOptionError("partition", f"{table.location} is not partitioned")
-        spec = parse_static_partition(options.static_partition, list(table.partition_columns))
-        static = tuple((c, convert_partition_value(spec[c], table.schema.field(c).type))
+        given = static_partition_values(spec.partition, list(table.partition_columns))
+        static = tuple((c, convert_partition_value(given[c], table.schema.field(c).type))
                        for c in table.partition_columns)
         partition_path(list(table.partition_columns), tuple(v for _, v in static))  # checks the values
     table_data = nullable(pa.schema([table.schema.field(n) for n in table.data_columns]))
-    try:
-        _check_schema(table, table_data, data_schema, static_partition=bool(static))
-    except SchemaError as exc:
-        if not storage.exists(storage.root):
-            raise SchemaError(f"{exc}. The table's directory is gone but the transaction store ({metastore.url}) "
-                              f"still has it registered: acid_source.drop_table({table.location!r}) forgets it, "
-                              "and the next write creates it anew") from None
-        raise
+    partition_fields = [] if static else [table.schema.field(c) for c in table.partition_columns]
+    expected = pa.schema(list(table_data) + partition_fields)
+    if data_schema is not None:
+        try:
+            check_data_schema(table.location, expected, data_schema)
+        except SchemaError as exc:
+            if not storage.exists(storage.root):
+                raise SchemaError(f"{exc}. The table's directory is gone but the transaction store "
+                                  f"({metastore.url}) still has it registered: acid_source.drop_table("
+                                  f"{table.location!r}) forgets it, and the next write creates it anew") from None
+            raise
     txn = Transaction.begin(metastore, description=f"{'overwrite' if overwrite else 'append'} {table.location}",
                             heartbeat=heartbeat)
     try:
@@ -74,7 +75,8 @@ def begin_write(options: WriteOptions, data_schema: pa.Schema, overwrite: bool, 
         txn.abort(f"could not allocate a write id: {exc}")
         raise
     plan = plan_for_table(table, storage, write_id, overwrite=overwrite, static_partition=static)
-    return WriteJob(plan, table.table_id, options.dynamic_overwrite), txn
+    return StagedWrite(WriteJob(plan, table.table_id, spec.dynamic_overwrite), txn, location=table.location,
+                       schema=expected, storage_options=spec.storage_options, check_batches=data_schema is None)
 
 
 def plan_for_table(table: TableInfo, storage: Storage, write_id: int, *, overwrite: bool = False,
@@ -96,17 +98,7 @@ def plan_for_table(table: TableInfo, storage: Storage, write_id: int, *, overwri
     )
 
 
-def _check_unique_columns(data_schema: pa.Schema) -> None:
-    """Hive column names are case-insensitive: ``id`` and ``ID`` would be one column."""
-    seen: dict[str, str] = {}
-    for name in data_schema.names:
-        other = seen.setdefault(name.lower(), name)
-        if other != name or data_schema.names.count(name) > 1:
-            raise SchemaError(f"the data has columns {other!r} and {name!r}, which are the same column in a "
-                              "Hive table (names are case-insensitive); rename or drop one")
-
-
-def _check_create_options(table: TableInfo, options: WriteOptions) -> None:
+def _check_create_options(table: TableInfo, options: WriteSpec) -> None:
     """Options that only shape a new table must agree with the existing one (never ignored)."""
     def same_columns(given, actual) -> bool:
         return [c.lower() for c in given] == [c.lower() for c in actual]
@@ -134,7 +126,7 @@ def _codec(name: str) -> str:
     return "uncompressed" if name == "none" else name
 
 
-def _create_table(metastore: Metastore, storage: Storage, options: WriteOptions, data_schema: pa.Schema) -> TableInfo:
+def _create_table(metastore: Metastore, storage: Storage, options: WriteSpec, data_schema: pa.Schema) -> TableInfo:
     if storage.exists(storage.root):
         if not storage.is_dir(storage.root):
             raise NotAnAcidTableError(options.path, "it is a file, not a directory")
@@ -150,14 +142,12 @@ def _create_table(metastore: Metastore, storage: Storage, options: WriteOptions,
     names = {n.lower(): n for n in data_schema.names}
     partition_columns = list(options.partition_columns)
     fields = list(data_schema)
-    if options.static_partition is not None:
+    if options.partition is not None:
         if partition_columns:
             raise SchemaError("give the partition columns either in 'partition' or in 'partitionColumns', not both")
-        for segment in options.static_partition.replace(",", "/").split("/"):
-            parsed = parse_partition_segment(segment.strip()) if segment.strip() else None
-            if parsed is not None:
-                partition_columns.append(parsed[0])
-                fields.append(pa.field(parsed[0], infer_partition_type([parsed[1]])))
+        for column, value in options.partition:
+            partition_columns.append(column)
+            fields.append(pa.field(column, infer_partition_type([value])))
     else:
         missing = [c for c in partition_columns if c.lower() not in names]
         if missing:
@@ -182,20 +172,3 @@ def _create_table(metastore: Metastore, storage: Storage, options: WriteOptions,
             with storage.failures("removing the table marker again"):
                 storage.remove(storage.marker_path)
         raise
-
-
-def _check_schema(table: TableInfo, table_data: pa.Schema, data_schema: pa.Schema, static_partition: bool) -> None:
-    """The data must have exactly the table's columns (partition columns too, unless given
-    statically), by name, with the same or a safely widened type."""
-    expected = list(table_data) + ([] if static_partition else [table.schema.field(c) for c in table.partition_columns])
-    given = {f.name.lower(): f for f in data_schema}
-    problems = []
-    for f in expected:
-        d = given.pop(f.name.lower(), None)
-        if d is None:
-            problems.append(f"missing column {f.name!r}")
-        elif not _compatible(d.type, f.type):
-            problems.append(f"column {f.name!r} is {d.type} in the data but {f.type} in the table")
-    problems += [f"unknown column {name!r}" for name in given]
-    if problems:
-        raise SchemaError(f"cannot write to {table.location}: " + "; ".join(problems))

@@ -127,16 +127,17 @@ def test_non_null_columns_are_stored_nullable_and_nulls_read_back(tmp_path):
 
 
 def test_create_only_options_must_match_an_existing_table(tmp_path):
-    from acid_source.options import WriteOptions
-    from acid_source.writes import begin_write
+    from acid_source.options import WriteSpec
+    from acid_source.writes import stage_write
 
     create_table(str(tmp_path / "t"), SCHEMA, partition_columns=["day"])
     schema = rows([1], "a").schema
     for option, value in (("partitionColumns", "name"), ("compression", "zstd"), ("tableType", "insert_only")):
         with pytest.raises(InvalidOptionError, match=option):
-            begin_write(WriteOptions.parse({"path": str(tmp_path / "t"), option: value}), schema, False)
-    job, txn = begin_write(WriteOptions.parse({"path": str(tmp_path / "t"), "partitionColumns": "DAY"}), schema, False)
-    txn.abort("test")
+            stage_write(WriteSpec.from_options({"path": str(tmp_path / "t"), option: value}), overwrite=False,
+                        data_schema=schema)
+    stage_write(WriteSpec.from_options({"path": str(tmp_path / "t"), "partitionColumns": "DAY"}), overwrite=False,
+                data_schema=schema).abort(reason="test")
 
 
 def test_tables_of_other_engines_read_but_not_written(tmp_path):
@@ -160,14 +161,13 @@ def test_a_table_deleted_by_hand_says_how_to_start_over(tmp_path):
     AcidTable.load(path).append(rows([1], "a"))
     shutil.rmtree(path)
     other = pa.table({"key": ["k"]})
-    from acid_source.options import WriteOptions
-    from acid_source.writes import begin_write
+    from acid_source.options import WriteSpec
+    from acid_source.writes import stage_write
 
     with pytest.raises(SchemaError, match="drop_table"):
-        begin_write(WriteOptions.parse({"path": path}), other.schema, False)
+        stage_write(WriteSpec(path=path), overwrite=False, data_schema=other.schema)
     drop_table(path)
-    job, txn = begin_write(WriteOptions.parse({"path": path}), other.schema, False)
-    txn.abort("test")
+    stage_write(WriteSpec(path=path), overwrite=False, data_schema=other.schema).abort(reason="test")
 
 
 def test_a_hand_typed_snapshot_keeps_the_stores_aborted_write_ids_hidden(sales):
@@ -183,15 +183,11 @@ def test_a_hand_typed_snapshot_keeps_the_stores_aborted_write_ids_hidden(sales):
         sales.append(failing())
     sales.append(rows([3], "a"))
     # an aborted write's files may still be on disk (a killed driver): simulate by writing them again
-    from acid_source.options import WriteOptions
-    from acid_source.write.task import TaskWriter
-    from acid_source.writes import begin_write
-
-    job, txn = begin_write(WriteOptions.parse({"path": sales.location}), rows([1], "a").schema, False,
-                           heartbeat="none")
-    task = TaskWriter(job.plan, 0)
+    staged = sales.newWrite(mode="append")
+    task = staged.writer(0)
     task.write(rows([777], "a").to_batches()[0])
     task.close()
+    txn = staged.transaction
     txn.metastore.abort(txn.txn_id, "driver died")  # aborted in the store, files left on disk
-    got = read_rows(sales.location, validWriteIds=f"default.sales:{job.plan.write_id}:9223372036854775807::")
+    got = read_rows(sales.location, validWriteIds=f"default.sales:{staged.writeId}:9223372036854775807::")
     assert sorted(r["id"] for r in got) == [1, 3]

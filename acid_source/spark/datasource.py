@@ -8,7 +8,7 @@ transaction store are imported inside the driver-side methods that use them.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterator, Sequence
+from typing import Iterator, Sequence
 
 import pyarrow as pa
 from pyspark.sql.datasource import (
@@ -35,14 +35,11 @@ from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StructType
 
 from ..filters import Predicate
-from ..options import ReadOptions, WriteOptions
+from ..options import ReadSpec, WriteSpec
 from ..scan.reader import read_split
 from ..scan.splits import BucketSplit, ReadContext
-from ..write.job import WriteJob
-from ..write.task import TaskResult, TaskWriter
-
-if TYPE_CHECKING:
-    from ..txn import TransactionRef
+from ..write.staged import StagedWrite
+from ..write.task import TaskResult
 
 SOURCE_NAME = "acidorc"
 
@@ -100,7 +97,7 @@ def pushdown_is_safe(spark_version: str) -> bool:
     return major >= 5
 
 
-def _use_pushdown(options: ReadOptions) -> bool:
+def _use_pushdown(options: ReadSpec) -> bool:
     if options.filter_pushdown == "auto":
         import pyspark
 
@@ -108,7 +105,7 @@ def _use_pushdown(options: ReadOptions) -> bool:
     return options.filter_pushdown == "true"
 
 
-def _take_read_lease(options: ReadOptions, table) -> None:
+def _take_read_lease(options: ReadSpec, table) -> None:
     """A lease on the planned snapshot, for ``readLeaseSeconds``: the cleaner keeps the files
     these partitions read until it expires. Planning runs in a short-lived driver-side process
     and tasks never talk to the store, so nothing renews or releases it; Spark may reuse the
@@ -136,7 +133,7 @@ def _take_read_lease(options: ReadOptions, table) -> None:
 class AcidOrcReader(DataSourceReader):
     """Reads without filter pushdown (``partitionFilter`` still prunes partitions)."""
 
-    def __init__(self, options: ReadOptions, schema: StructType, resolved=None):
+    def __init__(self, options: ReadSpec, schema: StructType, resolved=None):
         self._options = options
         self._schema = schema
         self._predicates: list[Predicate] = []
@@ -191,23 +188,24 @@ class AcidCommitMessage(WriterCommitMessage):
 
 
 class AcidOrcWriter(DataSourceArrowWriter):
-    """Tasks write files of the new write id; the driver commits it in the transaction store.
+    """Tasks write files of the new write id; the driver commits it in the transaction store:
+    a :class:`~acid_source.write.staged.StagedWrite` (``AcidTable.newWrite``) run by Spark.
 
     The transaction was opened when Spark asked for this writer, in a short-lived planning
     process; a detached heartbeat process keeps it alive while the job runs (tasks never talk
     to the store). Commit and abort run in another driver-side process, which finds the
-    transaction again through its :class:`TransactionRef` (no password inside).
+    transaction again through the staged write's :class:`~acid_source.txn.TransactionRef` (no
+    password inside).
     """
 
-    def __init__(self, job: WriteJob, txn: "TransactionRef"):
-        self.job = job
-        self.txn = txn
+    def __init__(self, staged: StagedWrite):
+        self.staged = staged
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> AcidCommitMessage:
         from pyspark import TaskContext
 
         context = TaskContext.get()
-        task = TaskWriter(self.job.plan, context.partitionId() if context else 0)
+        task = self.staged.writer(context.partitionId() if context else 0)
         try:
             for batch in iterator:
                 task.write(batch)
@@ -217,23 +215,12 @@ class AcidOrcWriter(DataSourceArrowWriter):
             raise
 
     def commit(self, messages: list[AcidCommitMessage | None]) -> None:  # type: ignore[override]
-        from ..maintenance.initiator import maybe_compact_after_commit
-        from ..txn import Transaction
-
-        txn = Transaction.resume(self.txn)
-        results = [m.result for m in messages if m is not None]
-        self.job.commit(txn, results)
         # runs in Spark's commit worker, which has no SparkSession: an automatic compaction runs
         # in this process (capped in size: larger ones are left to an explicit compact())
-        maybe_compact_after_commit(self.job.plan.storage.url, txn.metastore,
-                                   sorted({f.partition for r in results for f in r.files}),
-                                   storage_options=self.job.plan.storage.options)
+        self.staged.commit([m.result for m in messages if m is not None])
 
     def abort(self, messages: list[AcidCommitMessage | None]) -> None:  # type: ignore[override]
-        from ..txn import Transaction
-
-        self.job.abort(Transaction.resume(self.txn), [m.result for m in messages if m is not None],
-                       reason="the Spark job failed")
+        self.staged.abort([m.result for m in messages if m is not None], reason="the Spark job failed")
 
 
 class AcidOrcDataSource(DataSource):
@@ -246,20 +233,20 @@ class AcidOrcDataSource(DataSource):
     def schema(self) -> StructType:
         from ..resolve import resolve_read
 
-        options = ReadOptions.parse(self.options)
+        options = ReadSpec.from_options(self.options)
         # Resolved once: Spark pickles this object into the planning process, which reuses it.
         self._resolved = resolve_read(options)
         return from_arrow_schema(self._resolved.schema(options.include_row_id), prefer_timestamp_ntz=True)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
-        from ..writes import begin_write
+        from ..writes import stage_write
 
-        options = WriteOptions.parse(self.options)
-        job, txn = begin_write(options, to_arrow_schema(schema, timezone="UTC"), overwrite, heartbeat="process")
+        staged = stage_write(WriteSpec.from_options(self.options), overwrite=overwrite,
+                             data_schema=to_arrow_schema(schema, timezone="UTC"), heartbeat="process")
         try:
-            return AcidOrcWriter(job, txn.ref())
+            return AcidOrcWriter(staged.detached())
         except BaseException as exc:
-            txn.abort(f"could not hand the transaction to Spark: {exc}")
+            staged.abort(reason=f"could not hand the transaction to Spark: {exc}")
             raise
 
     def streamReader(self, schema: StructType):
@@ -269,6 +256,6 @@ class AcidOrcDataSource(DataSource):
         return UnavailableStreamReader(self.options.get("path"))
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        options = ReadOptions.parse(self.options)
+        options = ReadSpec.from_options(self.options)
         cls = AcidOrcPushdownReader if _use_pushdown(options) else AcidOrcReader
         return cls(options, schema, getattr(self, "_resolved", None))

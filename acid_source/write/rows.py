@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import InvalidOptionError
-from ..layout.partitions import DEFAULT_PARTITION_NAME, parse_partition_segment, partition_segment
+from ..layout.partitions import partition_segment
 
 
 def format_partition_value(value) -> str | None:
@@ -34,16 +34,13 @@ def partition_path(columns: list[str], values: tuple) -> str:
     return "/".join(partition_segment(c, format_partition_value(v)) for c, v in zip(columns, values))
 
 
-def parse_static_partition(spec: str, partition_columns: list[str]) -> dict[str, str | None]:
-    """``ds=2026-11-21/region=eu`` (or comma-separated) -> {column: value}; every partition
+def static_partition_values(pairs, partition_columns: list[str]) -> dict[str, str | None]:
+    """The values of a static partition (``((column, value), ...)``, see
+    :func:`acid_source.options.parse_partition_spec`) by partition column; every partition
     column must be given once, and no value may leave the table directory."""
     wanted = {c.lower(): c for c in partition_columns}
     values: dict[str, str | None] = {}
-    for segment in [s for s in spec.replace(",", "/").split("/") if s.strip()]:
-        parsed = parse_partition_segment(segment.strip())
-        if parsed is None:
-            raise InvalidOptionError("partition", f"{segment!r} is not of the form column=value")
-        name, value = parsed
+    for name, value in pairs:
         if name.lower() not in wanted:
             raise InvalidOptionError("partition", f"{name!r} is not a partition column of the table "
                                                   f"(partition columns: {', '.join(partition_columns) or 'none'})")
@@ -51,7 +48,7 @@ def parse_static_partition(spec: str, partition_columns: list[str]) -> dict[str,
             raise InvalidOptionError("partition", f"value {value!r} of {name!r} would leave the table directory")
         if wanted[name.lower()] in values:
             raise InvalidOptionError("partition", f"{name!r} is given twice")
-        values[wanted[name.lower()]] = None if value == DEFAULT_PARTITION_NAME else value
+        values[wanted[name.lower()]] = value
     missing = [c for c in partition_columns if c not in values]
     if missing:
         raise InvalidOptionError("partition", f"no value for partition column(s) {', '.join(missing)}")

@@ -112,12 +112,52 @@ class TaskResult:
         self.counts[name] = self.counts.get(name, 0) + int(n)
 
 
+# Arrow type changes a write may make silently when the data's type differs from the table's.
+_WIDENINGS = {
+    (pa.int8(), pa.int16()), (pa.int8(), pa.int32()), (pa.int8(), pa.int64()),
+    (pa.int16(), pa.int32()), (pa.int16(), pa.int64()), (pa.int32(), pa.int64()),
+    (pa.float32(), pa.float64()),
+}
+
+
+def _compatible(data_type: pa.DataType, table_type: pa.DataType) -> bool:
+    return data_type == table_type or (data_type, table_type) in _WIDENINGS or pa.types.is_null(data_type)
+
+
+def check_unique_columns(data_schema: pa.Schema) -> None:
+    """Hive column names are case-insensitive: ``id`` and ``ID`` would be one column."""
+    seen: dict[str, str] = {}
+    for name in data_schema.names:
+        other = seen.setdefault(name.lower(), name)
+        if other != name or data_schema.names.count(name) > 1:
+            raise SchemaError(f"the data has columns {other!r} and {name!r}, which are the same column in a "
+                              "Hive table (names are case-insensitive); rename or drop one")
+
+
+def check_data_schema(location: str, expected: pa.Schema, data_schema: pa.Schema) -> None:
+    """The data must have exactly the ``expected`` columns, by name (case-insensitive), with
+    the same or a safely widened type."""
+    given = {f.name.lower(): f for f in data_schema}
+    problems = []
+    for f in expected:
+        d = given.pop(f.name.lower(), None)
+        if d is None:
+            problems.append(f"missing column {f.name!r}")
+        elif not _compatible(d.type, f.type):
+            problems.append(f"column {f.name!r} is {d.type} in the data but {f.type} in the table")
+    problems += [f"unknown column {name!r}" for name in given]
+    if problems:
+        raise SchemaError(f"cannot write to {location}: " + "; ".join(problems))
+
+
 class TaskWriter:
     """The task side of one append or overwrite: ``write(batch)`` any number of times, then
     ``close()`` (-> :class:`TaskResult`) or ``abort()``. Built from a picklable
-    :class:`WritePlan`; holds no client of the transaction store."""
+    :class:`WritePlan`; holds no client of the transaction store. With ``expected`` (the
+    write's schema), every batch's schema is checked against it first (a staged write whose
+    data schema was not checked when it began)."""
 
-    def __init__(self, plan: WritePlan, task_id: int):
+    def __init__(self, plan: WritePlan, task_id: int, *, expected: pa.Schema | None = None):
         if plan.bucketed and task_id > bucket_codec.MAX_STATEMENT_ID:
             raise SchemaError(f"a bucketed write supports at most {bucket_codec.MAX_STATEMENT_ID + 1} tasks; "
                               "coalesce the DataFrame first")
@@ -129,8 +169,14 @@ class TaskWriter:
         self._tmp = tempfile.mkdtemp(prefix=f"{_TMP_PREFIX}{os.getpid()}-")
         self._names = {f.name.lower(): f for f in plan.data_schema}
         self._dirs: dict[tuple, str] = {}
+        self._expected = expected
+        self._checked: set[pa.Schema] = set()
 
     def write(self, batch: pa.RecordBatch) -> None:
+        if self._expected is not None and batch.schema not in self._checked:
+            check_unique_columns(batch.schema)
+            check_data_schema(self.plan.storage.display(), self._expected, batch.schema)
+            self._checked.add(batch.schema)
         with self._typed_errors("write rows"):
             self._write(batch)
 

@@ -108,18 +108,17 @@ def test_writing_into_a_non_acid_directory_fails(tmp_path):
 
 
 def test_abort_leaves_nothing_visible_and_removes_files(tmp_path):
-    from acid_source.options import WriteOptions
-    from acid_source.write.task import TaskWriter
-    from acid_source.writes import begin_write
+    from acid_source.table import AcidTable
 
     t = tmp_path / "t"
     write(t, [[rows([1])]])
-    job, txn = begin_write(WriteOptions.parse({"path": str(t)}), rows([2]).schema, False)
-    task = TaskWriter(job.plan, 0)
+    staged = AcidTable.load(str(t)).newWrite(mode="append")
+    txn = staged.transaction
+    task = staged.writer(0)
     task.write(rows([2, 3]))
     result = task.close()
     assert data(read_rows(t), "id") == [(1,)]  # written but not committed: invisible
-    job.abort(txn, [result])
+    staged.abort([result])
     assert data(read_rows(t), "id") == [(1,)]
     assert sorted(os.listdir(t)) == ["delta_0000001_0000001_0000"]
     assert Metastore().txn_state(txn.txn_id) == "aborted"

@@ -11,10 +11,7 @@ import pytest
 
 from acid_source import create_table
 from acid_source.errors import MissingDataError
-from acid_source.options import WriteOptions
 from acid_source.table import AcidTable
-from acid_source.write.task import TaskWriter
-from acid_source.writes import begin_write
 
 
 def rows(ids, p):
@@ -31,9 +28,9 @@ def test_a_partition_the_listing_misses_is_replaced_too(tmp_path):
     with pytest.raises(MissingDataError, match="p=2"):
         t.toArrow()
     data = rows([9], 1)
-    job, txn = begin_write(WriteOptions.parse({"path": path}), data.schema, True, heartbeat="none")
-    task = TaskWriter(job.plan, 0)
-    task.write(data.to_batches()[0])
-    job.commit(txn, [task.close()])
+    with t.newWrite(mode="overwrite") as staged:  # no read first: the write does not fail on the missing p=2
+        task = staged.writer(0)
+        task.write(data.to_batches()[0])
+        staged.commit([task.close()])
     assert (tmp_path / "t" / "p=2").is_dir()  # an empty base replaces what was committed there
     assert t.toArrow().column("id").to_pylist() == [9]

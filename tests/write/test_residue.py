@@ -11,9 +11,7 @@ import tempfile
 import pyarrow as pa
 
 from acid_source import create_table
-from acid_source.options import WriteOptions
-from acid_source.write.task import TaskWriter
-from acid_source.writes import begin_write
+from acid_source.table import AcidTable
 
 SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.string())])
 
@@ -22,11 +20,11 @@ def test_abort_removes_files_of_tasks_that_never_reported(tmp_path):
     url = f"sqlite:///{tmp_path}/store.db"
     path = str(tmp_path / "t")
     create_table(path, SCHEMA, partition_columns=["p"], metastore_url=url)
-    job, txn = begin_write(WriteOptions.parse({"path": path, "metastoreUrl": url}), SCHEMA, False, heartbeat="none")
-    task = TaskWriter(job.plan, 0)
+    staged = AcidTable.load(path, metastoreUrl=url).newWrite(mode="append")
+    task = staged.detached().writer(0)  # a task elsewhere (as Spark's): the staged write does not see it
     task.write(pa.record_batch({"id": pa.array([1, 2], pa.int64()), "p": ["a", "b"]}))
     task.close()  # its files are in the table, but its result is lost (the task "failed" after)
-    job.abort(txn, [], reason="a later task failed")
+    staged.abort([], reason="a later task failed")
     assert os.listdir(path) == []  # no delta directory, no empty partition directory
 
 
@@ -40,10 +38,9 @@ def test_staging_directories_of_killed_tasks_are_removed(tmp_path):
     try:
         url = f"sqlite:///{tmp_path}/store.db"
         create_table(str(tmp_path / "t"), SCHEMA, metastore_url=url)
-        job, txn = begin_write(WriteOptions.parse({"path": str(tmp_path / "t"), "metastoreUrl": url}), SCHEMA,
-                               False, heartbeat="none")
-        TaskWriter(job.plan, 0).abort()
-        txn.abort("test")
+        staged = AcidTable.load(str(tmp_path / "t"), metastoreUrl=url).newWrite(mode="append")
+        staged.writer(0).abort()
+        staged.abort(reason="test")
         assert not os.path.exists(stale) and os.path.exists(mine)
     finally:
         os.rmdir(mine)

@@ -1,5 +1,6 @@
-"""Helpers for write tests: run a whole write through the core (what the Spark adapter does:
-begin_write on the driver, TaskWriter per task, commit) - also in separate processes."""
+"""Helpers for write tests: run a whole write through the core's staged write (what the Spark
+adapter does: stage it on the driver, one task writer per task, commit) - also in separate
+processes."""
 
 from __future__ import annotations
 
@@ -8,9 +9,8 @@ import signal
 
 import pyarrow as pa
 
-from acid_source.options import WriteOptions
-from acid_source.write.task import TaskWriter
-from acid_source.writes import begin_write
+from acid_source.options import WriteSpec
+from acid_source.writes import stage_write
 
 
 def rows(ids, day=None, name="x"):
@@ -25,15 +25,15 @@ def write(path, batches_per_task, overwrite=False, metastore_url=None, **options
     if metastore_url:
         opts["metastoreUrl"] = metastore_url
     schema = batches_per_task[0][0].schema
-    job, txn = begin_write(WriteOptions.parse(opts), schema, overwrite)
-    results = []
-    for task_id, batches in enumerate(batches_per_task):
-        task = TaskWriter(job.plan, task_id)
-        for b in batches:
-            task.write(b)
-        results.append(task.close())
-    job.commit(txn, results)
-    return job
+    with stage_write(WriteSpec.from_options(opts), overwrite=overwrite, data_schema=schema) as staged:
+        results = []
+        for task_id, batches in enumerate(batches_per_task):
+            task = staged.writer(task_id)
+            for b in batches:
+                task.write(b)
+            results.append(task.close())
+        staged.commit(results)
+    return staged
 
 
 def append_many(path, metastore_url, worker, rounds):
@@ -49,8 +49,8 @@ def write_then_hang(path, metastore_url, ready, _unused=None):
     """Process body: write files of a new write id, say so, then wait to be killed."""
     os.environ["ACIDORC_METASTORE_URL"] = metastore_url
     batch = pa.RecordBatch.from_pydict({"id": pa.array(range(100), pa.int64()), "name": ["killed"] * 100})
-    job, _txn = begin_write(WriteOptions.parse({"path": str(path)}), batch.schema, False, heartbeat="none")
-    task = TaskWriter(job.plan, 0)
+    staged = stage_write(WriteSpec(path=str(path)), overwrite=False, data_schema=batch.schema, heartbeat="none")
+    task = staged.writer(0)
     task.write(batch)
     task.close()
     ready.set()
