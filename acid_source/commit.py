@@ -64,7 +64,7 @@ def after_commit(operation: str, location: str, store: "Metastore", partitions: 
 
         return {"vacuum": vacuum_after_compaction(location, metastore_url=metastore_url,
                                                   storage_options=storage_options, metastore=store)}
-    from .maintenance.initiator import maybe_compact_after_commit
+    from .maintenance.auto_compact import maybe_compact_after_commit
 
     compactions = maybe_compact_after_commit(location, store, sorted(partitions), storage_options=storage_options,
                                              run_tasks=run_tasks)

@@ -28,6 +28,7 @@ from .resolve import open_store, resolve_table
 from .scan.planner import TableScan
 from .scan.reader import read_split
 from .scan.resolved import ResolvedTable, SnapshotSpec
+from .scan.splits import ROW_ID_COLUMN
 from .storage import option_pairs
 from .write.staged import StagedWrite
 from .writes import stage_write
@@ -538,7 +539,6 @@ class AcidScan:
                  maxSplitBytes: int = DEFAULT_MAX_SPLIT_BYTES):
         self._table = table
         self._metastore_url = metastoreUrl
-        self._include_row_id = includeRowId
         self._max_split_bytes = maxSplitBytes
         full = table.schema(includeRowId)
         self._condition = None
@@ -576,7 +576,8 @@ class AcidScan:
             # lists the directories (leased); the reader applies the filter, partitions it
             # rules out are not read at all
             scan = TableScan(self._table, row_filter=None if self._condition is None else self._condition.text,
-                             include_row_id=self._include_row_id, max_split_bytes=self._max_split_bytes)
+                             include_row_id=ROW_ID_COLUMN in self._read_schema.names,
+                             max_split_bytes=self._max_split_bytes)
             ctx, splits = scan.plan(self._read_schema)
             for split in splits:
                 for batch in read_split(split, ctx):

@@ -191,3 +191,86 @@ def test_a_hand_typed_snapshot_keeps_the_stores_aborted_write_ids_hidden(sales):
     txn.metastore.abort(txn.txn_id, "driver died")  # aborted in the store, files left on disk
     got = read_rows(sales.location, validWriteIds=f"default.sales:{staged.writeId}:9223372036854775807::")
     assert sorted(r["id"] for r in got) == [1, 3]
+
+
+# --- the staged write (newWrite) ------------------------------------------------------------------
+def test_a_staged_write_runs_several_tasks_and_commits_once(sales, tmp_path):
+    with sales.newWrite(mode="append") as staged:
+        assert staged.schema.names == ["id", "name", "day"] and staged.mode == "append"
+        writers = [staged.writer(i) for i in range(2)]
+        writers[0].write(rows([1, 2], "a").to_batches()[0])
+        writers[1].write(rows([3], "b").to_batches()[0])
+        assert ids(sales.toArrow()) == []  # written, not committed: invisible
+        m = staged.commit([w.close() for w in writers])
+    assert {k: m[k] for k in ("operation", "writeId", "numOutputRows", "numFiles", "partitions")} == {
+        "operation": "insert", "writeId": 1, "numOutputRows": 3, "numFiles": 2, "partitions": ["day=a", "day=b"]}
+    assert m["txnId"] == staged.txnId and ids(sales.toArrow()) == [1, 2, 3]
+    with pytest.raises(Exception, match="committed or aborted already"):
+        staged.commit([])
+    # one partition: the tasks' batches lack the partition column
+    with sales.newWrite(mode="overwrite", partition={"day": "a"}) as staged:
+        assert staged.schema.names == ["id", "name"]
+        w = staged.writer(0)
+        w.write(pa.record_batch({"id": pa.array([9], pa.int64()), "name": ["y"]}))
+        assert staged.commit([w.close()])["operation"] == "insert_overwrite"
+    assert ids(sales.toArrow()) == [3, 9]
+
+
+def test_a_staged_write_aborts_on_an_exception_and_leaves_nothing(sales, tmp_path):
+    sales.append(rows([1], "a"))
+    before = sorted(os.listdir(tmp_path / "sales" / "day=a"))
+    with pytest.raises(RuntimeError, match="producer died"):
+        with sales.newWrite() as staged:
+            w = staged.writer(0)
+            w.write(rows([2], "a").to_batches()[0])
+            w.close()
+            raise RuntimeError("producer died")
+    assert staged.transaction.state == "aborted"
+    assert sorted(os.listdir(tmp_path / "sales" / "day=a")) == before and ids(sales.toArrow()) == [1]
+    with sales.newWrite() as staged:  # a block that ends without a commit aborts too
+        staged.writer(0).write(rows([3], "a").to_batches()[0])
+    assert staged.transaction.state == "aborted" and ids(sales.toArrow()) == [1]
+
+
+def test_a_staged_write_checks_each_tasks_batches_and_its_arguments(sales):
+    with sales.newWrite() as staged:
+        w = staged.writer(0)
+        with pytest.raises(SchemaError, match="missing column 'day'"):
+            w.write(pa.record_batch({"id": pa.array([1], pa.int64()), "name": ["x"]}))
+        with pytest.raises(SchemaError, match="column 'id' is string"):
+            w.write(pa.record_batch({"id": ["1"], "name": ["x"], "day": ["a"]}))
+        with pytest.raises(InvalidArgumentError, match="taskId"):
+            staged.writer(-1)
+    with pytest.raises(InvalidArgumentError, match="mode"):
+        sales.newWrite(mode="upsert")
+    with pytest.raises(InvalidOptionError, match="partition"):
+        sales.newWrite(mode="overwrite", partition={"nope": "a"})
+
+
+def test_a_pickled_staged_write_commits_in_another_object(sales):
+    """What Spark does: tasks and the commit get a pickled copy (a TransactionRef inside, no
+    live client), and the commit finds the transaction again."""
+    import pickle
+
+    staged = sales.newWrite()
+    remote = pickle.loads(pickle.dumps(staged))
+    w = pickle.loads(pickle.dumps(remote)).writer(3)
+    w.write(rows([5], "c").to_batches()[0])
+    m = remote.commit([w.close()])
+    assert m["writeId"] == staged.writeId and ids(sales.toArrow()) == [5]
+
+
+# --- scan options the read options have -----------------------------------------------------------
+def test_scan_include_row_id_and_max_split_bytes(sales):
+    sales.append(pa.concat_tables([rows(list(range(2000)), "a")]))
+    got = sales.scan(columns=["id", "ROW__ID"], includeRowId=True).toArrow()
+    assert got.schema.names == ["id", "ROW__ID"]
+    assert got.schema.field("ROW__ID").type.names == ["writeId", "bucketId", "rowId"]
+    assert sorted(r["rowId"] for r in got.column("ROW__ID").to_pylist()) == list(range(2000))
+    assert "ROW__ID" not in sales.scan().schema.names
+    assert sales.scan(columns=["id"], includeRowId=True).count() == 2000  # asked for, not selected
+    assert sales.scan(maxSplitBytes=1).count() == sales.scan(maxSplitBytes="128m").count() == 2000
+    with pytest.raises(InvalidArgumentError, match="maxSplitBytes"):
+        sales.scan(maxSplitBytes="lots")
+    with pytest.raises(InvalidArgumentError, match="includeRowId"):
+        sales.scan(includeRowId="yes")
