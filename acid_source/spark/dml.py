@@ -11,12 +11,11 @@ also makes the MERGE cardinality check (one ROW__ID at most once) a by-product o
 
 from __future__ import annotations
 
-import pickle
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 import pyarrow as pa
-from pyspark.errors import AnalysisException, ParseException, PythonException
+from pyspark.errors import AnalysisException, ParseException
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
@@ -36,13 +35,15 @@ from ..dml.events import (
     write_changes,
 )
 from ..dml.execution import DmlTarget, run_dml
-from ..errors import InvalidArgumentError, MergeCardinalityError, SchemaError
-from ..metastore.engine import url_for_workers
-from ..options import spark_storage_options
+from ..errors import InvalidArgumentError, SchemaError
+from ..expressions import columns_of
+from ..scan.planner import TableScan
+from ..scan.reader import read_split
 from ..scan.resolved import ResolvedTable
 from ..scan.splits import ROW_ID_COLUMN as READ_ROW_ID
 from .compaction import spark_task_runner
-from .datasource import SOURCE_NAME
+from .tasks import run_per_partition
+from .types import ColumnMapping, ExpressionOrColumn
 
 _SOURCE_MARK = "__acidorc_source_row"
 
@@ -101,37 +102,37 @@ def _analysis(fn, argument: str):
 
 
 # --- reading the target ----------------------------------------------------------------------
-def target_frame(spark, resolved: ResolvedTable, target: DmlTarget, columns: list[str] | None = None,
+def target_frame(spark, resolved: ResolvedTable, columns: list[str] | None = None,
                  condition: Any = None) -> DataFrame:
     """The target at the DML's snapshot: ``columns`` (all when None), the partition columns
     and the ROW__ID (renamed so that no source column can clash with it).
 
+    Planned here, on the driver, from the snapshot and listing the DML already holds (no
+    second resolution, listing or store opening): one Spark task per split, each reading its
+    split on an executor. No read lease is taken: the DML's open transaction, begun before
+    its snapshot, holds the cleaner's floor until the statement ends.
+
     When ``condition`` is a SQL string the reader can evaluate without ever dropping a row
     Spark would keep (:func:`~acid_source.expressions.exactness.reader_prefilter`), the reader
-    drops the others (option rowFilter) before they reach the JVM: a 1% DELETE then moves 1%
-    of the rows into Spark. Spark still applies the condition on top."""
+    drops the others before they reach the JVM, and its conjuncts on partition columns prune
+    partitions: a 1% DELETE then moves 1% of the rows into Spark. Spark still applies the
+    condition on top."""
     full = resolved.schema(include_row_id=True)
     wanted = set(full.names) if columns is None else set(columns) | set(resolved.partition_columns)
     arrow = pa.schema([f for f in full if f.name in wanted or f.name == READ_ROW_ID])
-    row_filter = _reader_prefilter(condition, arrow)
-    reader = (spark.read.format(SOURCE_NAME).schema(from_arrow_schema(arrow, prefer_timestamp_ntz=True))
-              .option("includeRowId", "true")
-              # safe here (used once, never reused by a later query): partitions are pruned and
-              # stripes skipped by statistics for the statement's condition
-              .option("filterPushdown", "true")
-              .option("validWriteIds", str(resolved.write_ids))
-              .option("validTxns", str(resolved.txns))
-              # no lease of its own (nothing would release it after the statement): the DML's
-              # open transaction, begun before its snapshot, holds the cleaner's floor
-              .option("readLeaseSeconds", "0"))
-    url = url_for_workers(target.metastore_url)
-    if url is not None:
-        reader = reader.option("metastoreUrl", url)
-    if row_filter is not None:
-        reader = reader.option("rowFilter", row_filter)
-    for key, value in spark_storage_options(target.storage_options).items():
-        reader = reader.option(key, value)
-    return reader.load(resolved.location).withColumnRenamed(READ_ROW_ID, ROW_ID_COLUMN)
+    schema = from_arrow_schema(arrow, prefer_timestamp_ntz=True)
+    scan = TableScan(resolved, include_row_id=True, row_filter=_reader_prefilter(condition, arrow))
+    ctx, splits = scan.plan(arrow)
+    if not splits:
+        frame = spark.createDataFrame([], schema)
+    else:
+        def read(batches):  # the Spark task of split i (one id per partition)
+            for batch in batches:
+                for i in batch.column(0).to_pylist():
+                    yield from read_split(splits[i], ctx)
+
+        frame = spark.range(0, len(splits), 1, len(splits)).mapInArrow(read, schema)
+    return frame.withColumnRenamed(READ_ROW_ID, ROW_ID_COLUMN)
 
 
 def _reader_prefilter(condition: Any, schema: pa.Schema) -> str | None:
@@ -151,29 +152,6 @@ def _reader_prefilter(condition: Any, schema: pa.Schema) -> str | None:
     except AcidError:
         return None  # Spark reports what is wrong with it
     return prefilter
-
-
-def condition_columns(condition: Any, columns: list[str]) -> list[str] | None:
-    """The table columns a SQL condition string reads (None: unknown, read them all)."""
-    if condition is None:
-        return []
-    if not isinstance(condition, str):
-        return None
-    import sqlglot
-    from sqlglot import exp
-
-    try:
-        tree = sqlglot.parse_one(condition, read="spark")
-    except sqlglot.errors.SqlglotError:
-        return None
-    by_lower = {c.lower(): c for c in columns}
-    found = []
-    for col in tree.find_all(exp.Column):
-        name = by_lower.get(col.name.lower())
-        if name is None:
-            return None
-        found.append(name)
-    return found
 
 
 # --- change rows -----------------------------------------------------------------------------
@@ -225,18 +203,9 @@ def write_change_rows(spark, changes: DataFrame, plan: ChangePlan, shape: Change
     parts = [F.col(c) for c in write.partition_columns]
     routed = changes.repartition(*parts, key)
 
-    def task(batches):
-        from pyspark import TaskContext
-
-        context = TaskContext.get()
-        result = write_changes(plan, context.partitionId() if context else 0, batches)
-        yield pa.RecordBatch.from_arrays([pa.array([pickle.dumps(result)], pa.binary())], names=["result"])
-
-    try:
-        rows = routed.mapInArrow(task, "result binary").collect()
-    except PythonException as exc:
-        raise _task_error(exc, plan) from None
-    return [pickle.loads(r["result"]) for r in rows]
+    # each task answers with its ChangeResult, or with the typed error write_changes raised (a
+    # MergeCardinalityError names the row), which arrives here as itself
+    return run_per_partition(routed, lambda task_id, batches: write_changes(plan, task_id, batches))
 
 
 def _writer_id(prop: Column) -> Column:
@@ -252,17 +221,6 @@ def _spelled(names, columns: list[str]) -> list[str]:
     return [by_lower.get(n.lower(), n) for n in names]
 
 
-def _task_error(exc: PythonException, plan: ChangePlan) -> Exception:
-    """A typed error for what a task raised on purpose; anything else stays Spark's."""
-    text = str(exc)
-    if plan.merge_condition is not None and "MergeCardinalityError" in text:
-        start = text.find("the target row ")
-        end = text.find(" matched more than one", start)
-        row_id = text[start + len("the target row "):end] if 0 <= start < end else "(see the Spark error)"
-        return MergeCardinalityError(plan.merge_condition, plan.write.storage.root, row_id)
-    return exc
-
-
 def _shape(resolved: ResolvedTable) -> ChangeShape:
     full = from_arrow_schema(resolved.schema(include_row_id=True), prefer_timestamp_ntz=True)
     columns = StructType([f for f in full.fields if f.name != READ_ROW_ID])
@@ -270,13 +228,13 @@ def _shape(resolved: ResolvedTable) -> ChangeShape:
 
 
 # --- the three statements --------------------------------------------------------------------
-def spark_delete(spark, target: DmlTarget, condition: Any, alias: str | None) -> dict:
+def spark_delete(spark, target: DmlTarget, condition: ExpressionOrColumn | None, alias: str | None) -> dict:
     cond = None if condition is None else to_column(condition, "condition")
 
     def produce(resolved: ResolvedTable, plan: ChangePlan) -> list[ChangeResult]:
         shape = _shape(resolved)
-        needed = condition_columns(condition, shape.names)
-        frame = target_frame(spark, resolved, target, needed, condition=condition)
+        needed = columns_of(condition, shape.names)
+        frame = target_frame(spark, resolved, needed, condition=condition)
         if alias:
             frame = frame.alias(alias)
         matched = frame if cond is None else _analysis(lambda: frame.where(cond), "condition")
@@ -287,13 +245,14 @@ def spark_delete(spark, target: DmlTarget, condition: Any, alias: str | None) ->
     return run_dml(target, "delete", produce, compaction_runner=spark_task_runner(spark))
 
 
-def spark_update(spark, target: DmlTarget, condition: Any, assignments: Any, alias: str | None) -> dict:
+def spark_update(spark, target: DmlTarget, condition: ExpressionOrColumn | None, assignments: ColumnMapping,
+                 alias: str | None) -> dict:
     cond = None if condition is None else to_column(condition, "condition")
 
     def produce(resolved: ResolvedTable, plan: ChangePlan) -> list[ChangeResult]:
         shape = _shape(resolved)
         values = _assignments(assignments, shape.names, "set", alias)
-        frame = target_frame(spark, resolved, target, condition=condition)
+        frame = target_frame(spark, resolved, condition=condition)
         if alias:
             frame = frame.alias(alias)
         matched = frame if cond is None else _analysis(lambda: frame.where(cond), "condition")
@@ -315,11 +274,11 @@ class MergeClause:
 
     when: str
     action: str
-    condition: Any = None
-    values: Any = None
+    condition: ExpressionOrColumn | None = None
+    values: ColumnMapping | None = None
 
 
-def spark_merge(spark, target: DmlTarget, source: DataFrame, condition: Any, clauses: list[MergeClause],
+def spark_merge(spark, target: DmlTarget, source: DataFrame, condition: ExpressionOrColumn, clauses: list[MergeClause],
                 alias: str | None) -> dict:
     if not isinstance(source, DataFrame):
         raise InvalidArgumentError("source", f"expected a Spark DataFrame, got {type(source).__name__}")
@@ -331,7 +290,7 @@ def spark_merge(spark, target: DmlTarget, source: DataFrame, condition: Any, cla
 
     def produce(resolved: ResolvedTable, plan: ChangePlan) -> list[ChangeResult]:
         shape = _shape(resolved)
-        frame = target_frame(spark, resolved, target)
+        frame = target_frame(spark, resolved)
         if alias:
             frame = frame.alias(alias)
         marked = source.withColumn(_SOURCE_MARK, F.lit(True))

@@ -1,12 +1,21 @@
-"""Spark schemas as the Arrow schemas the core works with."""
+"""Spark-side types: the one spelling of "SQL string or Column" the Spark API takes (as
+delta-spark's ``delta/_typing.py``), and Spark schemas as the Arrow schemas the core works with."""
 
 from __future__ import annotations
 
+from typing import Mapping, Union
+
 import pyarrow as pa
+from pyspark.sql import Column
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
 from ..errors import SchemaError
+
+# A condition or value: Spark SQL text ("amount * 1.1") or a Column (F.col("amount") * 1.1).
+ExpressionOrColumn = Union[str, Column]
+# Column name -> its new value (UPDATE SET, MERGE's update and insert clauses).
+ColumnMapping = Mapping[str, ExpressionOrColumn]
 
 
 def arrow_schema_of(schema: StructType) -> pa.Schema:
