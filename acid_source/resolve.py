@@ -24,6 +24,7 @@ from .layout.table_dirs import FULL_ACID, INSERT_ONLY, acid_state_for, data_file
 from .layout.writeids import ValidTxnList, ValidWriteIdList
 from .metastore import Metastore
 from .metastore.engine import check_shareable, sqlite_store_missing
+from .options import ReadSpec
 from .scan.discovery import detect_table_kind
 from .scan.resolved import ResolvedTable, SnapshotSpec
 from .storage import Storage
@@ -192,16 +193,16 @@ def _table_kind(location, info, layout, write_ids, txns, table_type: str) -> str
     return detect_table_kind(layout, write_ids, txns)
 
 
-def resolve_read(options) -> ResolvedTable:
-    """:func:`resolve_table` for parsed read options (:class:`~acid_source.options.ReadOptions`)."""
+def resolve_read(options: ReadSpec) -> ResolvedTable:
+    """:func:`resolve_table` for a typed read (:class:`~acid_source.options.ReadSpec`)."""
     return resolve_table(options.path, metastore_url=options.metastore_url, storage_options=options.storage_options,
                          snapshot=SnapshotSpec(options.version_as_of, options.timestamp_as_of, options.write_ids,
                                                options.txns),
                          table_type=options.table_type)
 
 
-def scan_for(options, resolved: ResolvedTable | None = None):
-    """The planner for parsed read options: resolve (unless done already), then hand the
+def scan_for(options: ReadSpec, resolved: ResolvedTable | None = None):
+    """The planner for a typed read: resolve (unless done already), then hand the
     planner only what it needs."""
     from .scan.planner import TableScan
 

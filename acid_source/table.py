@@ -29,8 +29,8 @@ from .scan.planner import TableScan
 from .scan.reader import read_split
 from .scan.resolved import ResolvedTable, SnapshotSpec
 from .scan.splits import ROW_ID_COLUMN
+from .staged import StagedWrite
 from .storage import option_pairs
-from .write.staged import StagedWrite
 from .writes import stage_write
 
 

@@ -1,6 +1,6 @@
 """Starting a write on the driver: find or create the table, check the data and options
 against it, open the transaction and allocate the write id, giving a
-:class:`~acid_source.write.staged.StagedWrite`. Used by ``df.write`` and by
+:class:`~acid_source.staged.StagedWrite`. Used by ``df.write`` and by
 :class:`~acid_source.table.AcidTable` (``newWrite``, ``append``, ``overwrite``)."""
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ from .metastore.tableinfo import TableInfo
 from .options import WriteSpec
 from .orc.codecs import canonical_codec
 from .scan.resolved import nullable
+from .staged import StagedWrite
 from .storage import Storage
 from .txn import Transaction
 from .write.job import WriteJob
 from .write.rows import partition_path, static_partition_values
-from .write.staged import StagedWrite
 from .write.task import WritePlan, check_data_schema, check_unique_columns
 
 

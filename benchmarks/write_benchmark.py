@@ -189,31 +189,31 @@ def load_capture(capture_dir: Path) -> list[tuple[int, list[pa.RecordBatch]]]:
 
 def replay_tasks(tasks, table: str, metastore_url: str, options: dict | None = None,
                  profile: cProfile.Profile | None = None) -> dict:
-    """Write the tasks' batches through begin_write (the driver's side) and one TaskWriter per task,
-    sequentially in this process (one thread), and commit - what the Spark tasks do, without Spark."""
+    """Write the tasks' batches through the staged write the Spark writer runs (one task writer per
+    task), sequentially in this process (one thread), and commit - what the Spark tasks do, without
+    Spark."""
     from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 
-    from acid_source.options import WriteOptions
-    from acid_source.write.task import TaskWriter
-    from acid_source.writes import begin_write
+    from acid_source.options import WriteSpec
+    from acid_source.writes import stage_write
 
-    # the schema the driver hands begin_write: Spark's, converted like AcidOrcDataSource.writer
+    # the schema and options the Spark writer stages the write with (AcidOrcDataSource.writer)
     spark_schema = to_arrow_schema(from_arrow_schema(tasks[0][1][0].schema), timezone="UTC")
-    job, txn = begin_write(WriteOptions.parse({"path": table, "metastoreUrl": metastore_url, **(options or {})}),
-                           spark_schema, False)
-    results = []
-    t0, c0 = time.perf_counter(), time.process_time()
-    if profile:
-        profile.enable()
-    for task_id, batches in tasks:
-        task = TaskWriter(job.plan, task_id)
-        for batch in batches:
-            task.write(batch)
-        results.append(task.close())
-    if profile:
-        profile.disable()
-    seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
-    job.commit(txn, results)
+    spec = WriteSpec.from_options({"path": table, "metastoreUrl": metastore_url, **(options or {})})
+    with stage_write(spec, overwrite=False, data_schema=spark_schema) as staged:
+        results = []
+        t0, c0 = time.perf_counter(), time.process_time()
+        if profile:
+            profile.enable()
+        for task_id, batches in tasks:
+            task = staged.writer(task_id)
+            for batch in batches:
+                task.write(batch)
+            results.append(task.close())
+        if profile:
+            profile.disable()
+        seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
+        staged.commit(results)
     return {"rows": sum(r.rows for r in results), "seconds": round(seconds, 3), "cpu_seconds": round(cpu, 3),
             "files": sum(len(r.files) for r in results), "batches": sum(len(b) for _, b in tasks),
             "bytes": sum(os.path.getsize(f.path) for r in results for f in r.files)}

@@ -12,11 +12,10 @@ from core_read import read_rows
 
 from acid_source import create_table
 from acid_source.errors import MetastoreError, MetastoreNotFoundError
-from acid_source.options import WriteOptions
+from acid_source.options import WriteSpec
 from acid_source.resolve import resolve_table
 from acid_source.table import AcidTable
-from acid_source.write.task import TaskWriter
-from acid_source.writes import begin_write
+from acid_source.writes import stage_write
 
 SCHEMA = pa.schema([("id", pa.int64())])
 
@@ -28,8 +27,8 @@ def table_with_dead_writer(tmp_path, monkeypatch):
     path = str(tmp_path / "t")
     create_table(path, SCHEMA)
     AcidTable.load(path).append(pa.table({"id": pa.array([1], pa.int64())}))
-    job, _ = begin_write(WriteOptions.parse({"path": path}), SCHEMA, False, heartbeat="none")
-    task = TaskWriter(job.plan, 0)
+    staged = stage_write(WriteSpec(path=path), overwrite=False, data_schema=SCHEMA, heartbeat="none")
+    task = staged.writer(0)
     task.write(pa.record_batch({"id": pa.array([666], pa.int64())}))
     task.close()  # files of write id 2 on disk; its driver "died": never committed
     return tmp_path, path, url
@@ -58,5 +57,5 @@ def test_unshareable_or_malformed_store_urls_are_refused(table_with_dead_writer,
     with pytest.raises(MetastoreError):
         read_rows(path, metastoreUrl=url)
     with pytest.raises(MetastoreError):
-        begin_write(WriteOptions.parse({"path": path, "metastoreUrl": url}), SCHEMA, False)
+        stage_write(WriteSpec(path=path, metastore_url=url), overwrite=False, data_schema=SCHEMA)
     assert set(os.listdir(os.getcwd())) == before  # no stray SQLite file

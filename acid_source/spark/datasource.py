@@ -38,7 +38,7 @@ from ..filters import Predicate
 from ..options import ReadSpec, WriteSpec
 from ..scan.reader import read_split
 from ..scan.splits import BucketSplit, ReadContext
-from ..write.staged import StagedWrite
+from ..staged import StagedWrite
 from ..write.task import TaskResult
 
 SOURCE_NAME = "acidorc"
@@ -189,7 +189,7 @@ class AcidCommitMessage(WriterCommitMessage):
 
 class AcidOrcWriter(DataSourceArrowWriter):
     """Tasks write files of the new write id; the driver commits it in the transaction store:
-    a :class:`~acid_source.write.staged.StagedWrite` (``AcidTable.newWrite``) run by Spark.
+    a :class:`~acid_source.staged.StagedWrite` (``AcidTable.newWrite``) run by Spark.
 
     The transaction was opened when Spark asked for this writer, in a short-lived planning
     process; a detached heartbeat process keeps it alive while the job runs (tasks never talk

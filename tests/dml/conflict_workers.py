@@ -39,22 +39,17 @@ def held_write(_conn, location: str, url: str, rows: dict, overwrite: bool = Fal
     """What ``AcidTable.append`` / ``overwrite`` do, with a pause point between the finished
     task and the commit, so a test can commit another job while this one is open."""
     from acid_source.faults import pause_point
-    from acid_source.options import WriteOptions
-    from acid_source.write.task import TaskWriter
-    from acid_source.writes import begin_write
+    from acid_source.table import AcidTable
 
     data = pa.table(rows)
-    options = {"path": location, "metastoreUrl": url}
-    if partition is not None:
-        options["partition"] = partition
-    job, txn = begin_write(WriteOptions.parse(options), data.schema, overwrite)
-    task = TaskWriter(job.plan, 0)
-    for batch in data.to_batches():
-        task.write(batch)
-    result = task.close()
-    pause_point(HELD_WRITE)
-    job.commit(txn, [result])
-    return {"operation": job.operation, "writeId": job.plan.write_id, "txnId": txn.txn_id}
+    with AcidTable(location, metastoreUrl=url).newWrite("overwrite" if overwrite else "append", partition) as staged:
+        task = staged.writer(0)
+        for batch in data.to_batches():
+            task.write(batch)
+        result = task.close()
+        pause_point(HELD_WRITE)
+        metrics = staged.commit([result])
+    return {k: metrics[k] for k in ("operation", "writeId", "txnId")}
 
 
 COMMANDS = {"dml": dml, "write": write, "held_write": held_write}

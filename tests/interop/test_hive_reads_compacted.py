@@ -28,10 +28,9 @@ from core_read import read_rows
 from hivegen import HiveTable
 
 from acid_source import create_table
-from acid_source.options import WriteOptions
+from acid_source.options import WriteSpec
 from acid_source.table import AcidTable
-from acid_source.write.task import TaskWriter
-from acid_source.writes import begin_write
+from acid_source.writes import stage_write
 from interop.hive_reader import HiveAcidReader, make_valid_txns
 
 pytestmark = pytest.mark.interop
@@ -100,26 +99,26 @@ class History:
     def _unfinished(self, n: int, v: str):
         ids = self.ids(n)
         data = self.data(ids, v)
-        job, txn = begin_write(WriteOptions.parse({"path": self.path}), data.schema, False, heartbeat="none")
-        self.wrote(job.plan.write_id)
-        task = TaskWriter(job.plan, 0)
+        staged = stage_write(WriteSpec(path=self.path), overwrite=False, data_schema=data.schema, heartbeat="none")
+        self.wrote(staged.writeId)
+        task = staged.writer(0)
         for b in data.to_batches():
             task.write(b)
-        return job, txn, task.close(), {i: (v, "ab"[i % 2]) for i in ids}
+        return staged, staged.transaction, task.close(), {i: (v, "ab"[i % 2]) for i in ids}
 
     def aborted_write(self, n: int) -> None:
         """A writer that died after writing its files: the store aborted its transaction."""
-        job, txn, _, _ = self._unfinished(n, "aborted")
+        staged, txn, _, _ = self._unfinished(n, "aborted")
         txn.metastore.abort(txn.txn_id, "writer died")
-        self.aborted.append(job.plan.write_id)
+        self.aborted.append(staged.writeId)
 
     def open_write(self, n: int) -> int:
         self.open = self._unfinished(n, "open")
-        return self.open[0].plan.write_id
+        return self.open[0].writeId
 
     def commit_open(self) -> None:
-        job, txn, result, rows = self.open
-        job.commit(txn, [result])
+        staged, _, result, rows = self.open
+        staged.commit([result])
         self.model.update(rows)
         self.open = None
 
@@ -127,7 +126,7 @@ class History:
         """Hive 2.3's transaction list: everything up to ``high_watermark`` (default: every
         write id allocated) except the aborted and open ones."""
         hwm = self.max_write_id if high_watermark is None else high_watermark
-        open_ids = [self.open[0].plan.write_id] if self.open is not None else []
+        open_ids = [self.open[0].writeId] if self.open is not None else []
         return make_valid_txns(hwm, open=[w for w in open_ids if w <= hwm],
                                aborted=[w for w in self.aborted if w <= hwm])
 

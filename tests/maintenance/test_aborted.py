@@ -7,20 +7,20 @@ import pyarrow as pa
 
 from acid_source import clean_aborted_writes, create_table
 from acid_source.metastore import Metastore
-from acid_source.options import WriteOptions
-from acid_source.write.task import TaskWriter
-from acid_source.writes import begin_write
+from acid_source.options import WriteSpec
+from acid_source.writes import stage_write
 
 SCHEMA = pa.schema([("id", pa.int64())])
 
 
 def _orphan(path, url):
     """Files of a write whose driver died before the commit (no heartbeat, no commit)."""
-    job, txn = begin_write(WriteOptions.parse({"path": path, "metastoreUrl": url}), SCHEMA, False, heartbeat="none")
-    task = TaskWriter(job.plan, 0)
+    staged = stage_write(WriteSpec(path=path, metastore_url=url), overwrite=False, data_schema=SCHEMA,
+                         heartbeat="none")
+    task = staged.writer(0)
     task.write(pa.record_batch({"id": pa.array([1], pa.int64())}))
     task.close()
-    return txn.txn_id
+    return staged.txnId
 
 
 def test_clean_up_of_one_table_leaves_other_tables_transactions_alone(tmp_path):

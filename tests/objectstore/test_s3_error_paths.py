@@ -22,12 +22,12 @@ from acid_source.errors import (
     SnapshotFilesRemovedError,
 )
 from acid_source.layout.table_dirs import REMOVING_MARKER
-from acid_source.options import WriteOptions, spark_storage_options
+from acid_source.options import WriteSpec, spark_storage_options
 from acid_source.resolve import resolve_table
 from acid_source.scan.planner import TableScan
 from acid_source.scan.reader import read_split
 from acid_source.storage import TABLE_MARKER, Storage, option_pairs
-from acid_source.writes import begin_write
+from acid_source.writes import stage_write
 
 SCHEMA = "id bigint, v string, p string"
 
@@ -165,9 +165,9 @@ def test_a_table_whose_first_write_aborts_exists_on_s3_and_opens_empty(s3_server
     storage = spark_storage_options(option_pairs(s3_server.storage_options))
     options = {"path": s3_table_url, "partitionColumns": "p", **storage}
     data = pa.schema([("id", pa.int64()), ("v", pa.string()), ("p", pa.string())])
-    job, txn = begin_write(WriteOptions.parse(options), data, False)
+    staged = stage_write(WriteSpec.from_options(options), overwrite=False, data_schema=data)
     assert s3_server.filesystem().exists(f"{native(s3_table_url)}/{TABLE_MARKER}")
-    job.abort(txn, [], "the test's first write fails")
+    staged.abort(reason="the test's first write fails")
     t = AcidTable.load(s3_table_url, storageOptions=s3_server.storage_options)
     assert t.toArrow().num_rows == 0 and t.version == 0
     t.append(pa.table({"id": [1], "v": ["x"], "p": ["a"]}))

@@ -6,9 +6,10 @@ process) and anything that produces Arrow batches - a streaming producer, anothe
 Tasks get a picklable plan and never talk to the transaction store; the commit goes through
 the one commit path (:mod:`acid_source.commit`).
 
-The object pickles (for Spark's commit process) as a plan plus a
-:class:`~acid_source.txn.TransactionRef`, which carries no password; so this module imports
-nothing driver-side at import time (a task that unpickles it stays executor-clean).
+The object pickles (for Spark's tasks and its commit process) as a plan plus the fields of a
+:class:`~acid_source.txn.TransactionRef` (which carries no password), as plain values: a task
+that unpickles it imports this module, ``write/`` and pyarrow, nothing driver-side; the store
+and the transaction are imported where the commit or abort runs.
 """
 
 from __future__ import annotations
@@ -17,11 +18,11 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 import pyarrow as pa
 
-from .job import WriteJob
-from .task import TaskResult, TaskWriter
+from .write.job import WriteJob
+from .write.task import TaskResult, TaskWriter
 
 if TYPE_CHECKING:
-    from ..txn import Transaction, TransactionRef
+    from .txn import Transaction, TransactionRef
 
 
 class StagedWrite:
@@ -40,7 +41,7 @@ class StagedWrite:
     the write goes to one static partition.
     """
 
-    def __init__(self, job: WriteJob, txn: "Transaction | TransactionRef", *, location: str, schema: pa.Schema,
+    def __init__(self, job: WriteJob, txn: "Transaction | TransactionRef | tuple", *, location: str, schema: pa.Schema,
                  storage_options: tuple = (), check_batches: bool = False):
         self.job = job
         self.location = location
@@ -62,7 +63,7 @@ class StagedWrite:
 
     @property
     def txnId(self) -> int:
-        return self._txn.txn_id
+        return self._txn[0] if isinstance(self._txn, tuple) else self._txn.txn_id
 
     @property
     def transaction(self) -> "Transaction":
@@ -77,7 +78,7 @@ class StagedWrite:
         ``abort()``. Runs anywhere the table's storage is reachable (a Spark task unpickles this
         object for it)."""
         if isinstance(taskId, bool) or not isinstance(taskId, int) or taskId < 0:
-            from ..errors import InvalidArgumentError
+            from .errors import InvalidArgumentError
 
             raise InvalidArgumentError("taskId", f"expected an integer >= 0, got {taskId!r}")
         writer = TaskWriter(self.job.plan, taskId, expected=self.schema if self._check_batches else None)
@@ -90,7 +91,7 @@ class StagedWrite:
         run the post-commit step; returns the write's metrics (``operation``, ``writeId``,
         ``txnId``, ``numOutputRows``, ``numFiles``, ``partitions``, ``autoCompaction`` when one
         ran). On an error the write is aborted and leaves nothing."""
-        from ..commit import after_commit, write_metrics
+        from .commit import after_commit, write_metrics
 
         results = list(results)
         self._require_open("commit")
@@ -133,24 +134,29 @@ class StagedWrite:
         return twin
 
     def __getstate__(self) -> dict:
-        """A plan and a TransactionRef (no password, no live client): Spark ships this to its
-        tasks and to its driver-side commit process."""
+        """A plan and the fields of a TransactionRef (no password, no live client, no class of
+        the driver's modules): Spark ships this to its tasks and to its driver-side commit
+        process."""
         state = dict(self.__dict__)
         txn = state["_txn"]
-        state["_txn"] = txn.ref() if hasattr(txn, "ref") else txn
+        if not isinstance(txn, tuple):
+            ref = txn.ref() if hasattr(txn, "ref") else txn
+            state["_txn"] = (ref.txn_id, ref.url, ref.has_secret)
         state["_writers"] = []
         return state
 
     def _transaction(self) -> "Transaction":
-        from ..txn import Transaction, TransactionRef
+        from .txn import Transaction, TransactionRef
 
+        if isinstance(self._txn, tuple):
+            self._txn = TransactionRef(*self._txn)
         if isinstance(self._txn, TransactionRef):
             self._txn = Transaction.resume(self._txn)
         return self._txn
 
     def _require_open(self, doing: str) -> None:
         if self._done:
-            from ..errors import TransactionStateError
+            from .errors import TransactionStateError
 
             raise TransactionStateError(f"cannot {doing} the staged write of transaction {self.txnId}: it has "
                                         "been committed or aborted already", txn_id=self.txnId, state="ended")
