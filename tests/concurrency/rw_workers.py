@@ -32,18 +32,16 @@ def task_batch(tag: str, task_id: int) -> pa.RecordBatch:
 
 def append(location: str, url: str, tag: str) -> tuple[int, int]:
     """One multi-task, multi-partition append, as a Spark job would run it; (write id, txn id)."""
-    from acid_source.options import WriteOptions
-    from acid_source.write.task import TaskWriter
-    from acid_source.writes import begin_write
+    from acid_source.table import AcidTable
 
-    job, txn = begin_write(WriteOptions.parse({"path": location, "metastoreUrl": url}), SCHEMA, False)
-    results = []
-    for task_id in range(TASKS):
-        task = TaskWriter(job.plan, task_id)
-        task.write(task_batch(tag, task_id))
-        results.append(task.close())
-    job.commit(txn, results)
-    return job.plan.write_id, txn.txn_id
+    with AcidTable(location, metastoreUrl=url).newWrite(mode="append") as staged:
+        results = []
+        for task_id in range(TASKS):
+            task = staged.writer(task_id)
+            task.write(task_batch(tag, task_id))
+            results.append(task.close())
+        metrics = staged.commit(results)
+    return metrics["writeId"], metrics["txnId"]
 
 
 def check_snapshot(data: pa.Table) -> tuple[set[str], list[str]]:

@@ -35,10 +35,7 @@ from fsspec.implementations.local import LocalFileSystem
 
 from acid_source import create_table
 from acid_source.metastore import Metastore
-from acid_source.options import WriteOptions
 from acid_source.table import AcidTable
-from acid_source.write.task import TaskWriter
-from acid_source.writes import begin_write
 
 WRITERS = 3
 READERS = 2
@@ -159,15 +156,16 @@ def test_a_commit_during_the_listing_is_not_seen_in_part(tmp_path, store_url):
     table.append(pa.Table.from_batches([rows("before", "p0", 3), rows("before", "p1", 3)]))
 
     # a transaction whose task for p1 has finished, and whose task for p0 has not started
-    job, txn = begin_write(WriteOptions.parse({"path": location, "metastoreUrl": url}), rw_workers.SCHEMA, False)
-    second = TaskWriter(job.plan, 1)
+    staged = table.newWrite(mode="append")
+    txn = staged.transaction
+    second = staged.writer(1)
     second.write(rows("racing", "p1", 4))
     results = [second.close()]
 
     def finish_the_write():  # runs after the reader has listed p0, before it lists p1
-        first = TaskWriter(job.plan, 0)
+        first = staged.writer(0)
         first.write(rows("racing", "p0", 4))
-        job.commit(txn, [first.close()] + results)
+        staged.commit([first.close()] + results)
 
     ListingHookFS.hooks = {f"{root}/part=p0": finish_the_write}
     seen = table.scan().toArrow()

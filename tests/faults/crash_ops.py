@@ -44,30 +44,21 @@ def append(location: str, url: str, tag: str, *, fail_second_task: bool = False,
            info_file: str | None = None) -> dict:
     """One append as a Spark job would run it, without Spark: the driver opens the transaction,
     ``TASKS`` tasks write every partition, the driver commits (or aborts if a task failed)."""
-    from acid_source.options import WriteOptions
-    from acid_source.write.task import TaskWriter
-    from acid_source.writes import begin_write
+    from acid_source.table import AcidTable
 
-    job, txn = begin_write(WriteOptions.parse({"path": location, "metastoreUrl": url}), SCHEMA, False)
-    info = {"txn_id": txn.txn_id, "write_id": job.plan.write_id, "tag": tag}
-    if info_file is not None:
-        _write_durably(info_file, json.dumps(info))
-    results = []
-    tasks = []
-    try:
+    # an exception leaving the block aborts the write: every task's files are removed
+    with AcidTable(location, metastoreUrl=url).newWrite(mode="append") as staged:
+        info = {"txn_id": staged.txnId, "write_id": staged.writeId, "tag": tag}
+        if info_file is not None:
+            _write_durably(info_file, json.dumps(info))
+        results = []
         for task_id in range(TASKS):
-            task = TaskWriter(job.plan, task_id)
-            tasks.append(task)
+            task = staged.writer(task_id)
             task.write(task_batch(tag, task_id))
             if fail_second_task and task_id == 1:
                 raise TaskFailed(f"task {task_id} of {tag} failed on purpose")
             results.append(task.close())
-    except BaseException as exc:
-        for task in tasks:
-            task.abort()
-        job.abort(txn, [t.result for t in tasks], reason=f"{type(exc).__name__}: {exc}")
-        raise
-    job.commit(txn, results)
+        staged.commit(results)
     return info
 
 
