@@ -190,8 +190,9 @@ def clone_table(pristine: Path, dest: Path, compression: str) -> None:
     from acid_source.txn import Transaction
 
     info = acid_source.create_table(str(dest), ARROW_SCHEMA, compression=compression)
-    txn = Transaction.begin(open_store(None), description=f"benchmark: clone of {pristine.name}", heartbeat="none")
-    try:
+    # the one commit path's model: the block commits what set_commit names, or aborts on an error
+    with Transaction.begin(open_store(None), description=f"benchmark: clone of {pristine.name}",
+                           heartbeat="none") as txn:
         write_id = txn.allocate_write_id(info.table_id, Storage(str(dest)))
         if write_id != 1:
             raise RuntimeError(f"a fresh table got write id {write_id}, expected 1")
@@ -204,10 +205,7 @@ def clone_table(pristine: Path, dest: Path, compression: str) -> None:
                 os.link(f, dest / d.name / f.name)
             dirs.append(str(dest / d.name))
         txn.record_written(info.table_id, dirs)
-        txn.commit("insert", {info.table_id: [""]})
-    except BaseException:
-        txn.abort("benchmark clone failed")
-        raise
+        txn.set_commit("insert", {info.table_id: [""]})
 
 
 # --- timing ---------------------------------------------------------------------------------------
