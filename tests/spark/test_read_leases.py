@@ -125,3 +125,22 @@ def test_a_spark_dml_leaves_no_lease_behind(spark, tmp_path):
     assert report["numLiveLeases"] == 0
     assert _ids(t.toDF()) == list(range(3, 10))
     assert [d for d in os.listdir(path) if not d.startswith("base_")] == []  # the inputs are gone
+
+
+def test_an_aborted_spark_dml_leaves_no_lease_behind(spark, tmp_path):
+    """A statement's lease ends with the statement, aborted too: an UPDATE that fails after it
+    read its target (a SET value that raises for every matched row) leaves no lease, so after a
+    compaction vacuum removes the compaction's inputs at once."""
+    from acid_source.table import AcidTable
+
+    path = str(tmp_path / "dml")
+    spark.range(10).write.format("acidorc").mode("append").save(path)
+    spark.range(10, 12).write.format("acidorc").mode("append").save(path)
+    t = AcidTable.forPath(spark, path)
+    with pytest.raises(Exception, match="bad SET value"):
+        t.update("id < 3", {"id": "CAST(raise_error('bad SET value') AS BIGINT)"})
+    t.compact("major")
+    report = t.vacuum(retentionSeconds=0)
+    assert report["numLiveLeases"] == 0 and report["numKeptForLeases"] == 0
+    assert _ids(t.toDF()) == list(range(12))
+    assert [d for d in os.listdir(path) if not d.startswith("base_")] == []  # the inputs are gone
