@@ -1,7 +1,8 @@
 """One transaction against the transaction store: open, write ids, heartbeat, commit, abort.
 
-Every write (append, overwrite, and later DML and compaction) runs inside one
-:class:`Transaction`. Files a transaction writes are invisible until its commit; so the only
+Every write (append, overwrite, the Spark write, UPDATE / DELETE / MERGE, compaction) runs
+inside one :class:`Transaction`, as ``with Transaction.begin(...) as txn:`` - the one commit
+path (:mod:`acid_source.commit`). Files a transaction writes are invisible until its commit; so the only
 ways to lose data are to delete files of a committed transaction or to show files of an
 uncommitted one. The rules here prevent both:
 
