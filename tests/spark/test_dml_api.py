@@ -100,6 +100,24 @@ def test_no_match_commits_nothing(spark, path):
     assert listing(path) == files and AcidTable.load(path).version == version
 
 
+def test_a_target_with_nothing_to_read_is_an_empty_frame(spark, path, tmp_path):
+    """The target is planned on the driver from the statement's snapshot: partitions the
+    condition rules out are not planned, and with no split left the target is an empty frame
+    of the table's columns (so is an empty table's)."""
+    t = AcidTable.forPath(spark, path)
+    files, version = listing(path), AcidTable.load(path).version
+    assert t.delete("p = 'zz'")["numDeletedRows"] == 0
+    m = t.update("p = 'zz' and id > 0", {"v": "'x'"})
+    assert m["writeId"] is None and m["numAffectedRows"] == 0
+    assert listing(path) == files and AcidTable.load(path).version == version
+    empty = str(tmp_path / "empty")
+    create_table(empty, SCHEMA, partition_columns=["p"])
+    e = AcidTable.forPath(spark, empty)
+    assert e.delete("id = 1")["numDeletedRows"] == 0
+    assert e.update(None, {"v": "'x'"})["numUpdatedRows"] == 0
+    assert e.toDF().count() == 0
+
+
 def test_to_df_is_fresh_on_every_call(spark, path):
     t = AcidTable.forPath(spark, path)
     before = t.toDF()

@@ -311,6 +311,8 @@ def test_cardinality_violation_fails_and_changes_nothing(spark, table, clauses):
         builder_for(AcidTable.forPath(spark, table), frame(spark, DUPLICATED), KEY[0], clauses).execute()
     assert info.value.condition == "t.id = s.id"
     assert "'t.id = s.id'" in str(info.value)
+    # raised in a Spark task, it arrives as itself: the row and the partition it is in
+    assert info.value.row_id.startswith("(writeId ") and info.value.location.startswith(table)
     assert snapshot(table) == before
 
 
