@@ -77,13 +77,6 @@ class CompactionTask:
         return f"{self.kind} compaction of {where}, bucket {self.bucket_id}"
 
 
-#: spark/compaction.py's name for a compaction task's result (it is the one :class:`TaskResult`;
-#: counts: ``inputFiles``, ``inputRows`` - events or plain rows read - ``rowsDroppedDeleted`` -
-#: rows a major compaction dropped as deleted or superseded - and ``rowsDroppedAborted`` - events
-#: of write ids the compactor's snapshot does not see)
-CompactionTaskResult = TaskResult
-
-
 def prepare_output_dir(storage: Storage, directory: str, table_kind: str) -> None:
     """Create an output directory; full-ACID ones get ``_orc_acid_version`` even when they stay
     empty, as Hive's compactor does (and so that the directory exists on object stores)."""
@@ -408,6 +401,10 @@ def _insert_only(task: CompactionTask, staging: str) -> TaskResult:
 
 # --- shared --------------------------------------------------------------------------------------
 def _result(task: CompactionTask) -> TaskResult:
+    """A task's result, with the counts a compaction reports: ``inputFiles``, ``inputRows``
+    (events or plain rows read), ``rowsDroppedDeleted`` (rows a major compaction dropped as
+    deleted or superseded) and ``rowsDroppedAborted`` (events of write ids the compactor's
+    snapshot does not see)."""
     slices = task.inserts + task.deletes
     rows = sum(OrcFile(task.storage, s.path, s.length).num_rows for s in slices)
     return TaskResult(task.bucket_id, counts={"inputFiles": len(slices), "inputRows": rows, "rowsDroppedDeleted": 0,
