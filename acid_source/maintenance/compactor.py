@@ -67,8 +67,7 @@ def compact_table(location: str, kind: str, *, partition_filter: str | None = No
             raise missing_data_error(layout, gaps, f"compact {info.location}")
         table = ResolvedTable(storage, info.location, layout, write_ids, txns,
                               INSERT_ONLY if info.insert_only else FULL_ACID, info)
-        selection: dict[str, Any] = {} if partitions is None else {"partitions": partitions}
-        plan = plan_compaction(table, kind, txn.txn_id, partition_filter=partition_filter, **selection)
+        plan = plan_compaction(table, kind, txn.txn_id, partition_filter=partition_filter, partitions=partitions)
         if not plan.objects:
             txn.abort("nothing to compact")
             return _metrics(plan, [])
