@@ -274,3 +274,15 @@ def test_scan_include_row_id_and_max_split_bytes(sales):
         sales.scan(maxSplitBytes="lots")
     with pytest.raises(InvalidArgumentError, match="includeRowId"):
         sales.scan(includeRowId="yes")
+
+
+def test_the_spark_edge_parses_options_into_the_typed_spec_the_python_api_builds():
+    from acid_source.options import WriteSpec
+
+    spec = WriteSpec.from_options({"path": "/t", "fs.anon": "true",
+                                   "PARTITION": "day=2026-11-21/region=a%2Fb,x=__HIVE_DEFAULT_PARTITION__"})
+    assert spec.partition == (("day", "2026-11-21"), ("region", "a/b"), ("x", None))
+    assert spec.storage_options == (("anon", "true"),) and spec.given == frozenset()
+    assert WriteSpec(path="/t", partition=spec.partition, storage_options=(("anon", "true"),)) == spec
+    with pytest.raises(InvalidOptionError, match="'nonsense' is not of the form column=value"):
+        WriteSpec.from_options({"path": "/t", "partition": "day=1/nonsense"})
