@@ -19,7 +19,7 @@ from pyspark.errors import AnalysisException, ParseException
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
-from pyspark.sql.types import StructType
+from pyspark.sql.types import ArrayType, DataType, MapType, StructType
 
 from ..dml.assignments import target_assignments
 from ..dml.events import (
@@ -197,8 +197,9 @@ def write_change_rows(spark, changes: DataFrame, plan: ChangePlan, shape: Change
     is_delete = F.col(OP_COLUMN).isin(DELETE, UPDATE_DELETE, MATCHED_NO_ACTION)
     if write.bucketed:
         insert_key = F.hash(*[F.col(c) for c in _spelled(write.bucket_columns, shape.names)])
-    else:
-        insert_key = F.hash(*[F.col(n) for n in shape.names])
+    else:  # any spread will do; Spark refuses to hash maps (a map column would fail the statement)
+        hashable = [F.col(f.name) for f in shape.schema.fields if not _holds_map(f.dataType)]
+        insert_key = F.hash(*hashable) if hashable else F.lit(0)
     key = F.when(is_delete, _writer_id(F.col(f"{ROW_ID_COLUMN}.bucketId"))).otherwise(insert_key)
     parts = [F.col(c) for c in write.partition_columns]
     routed = changes.repartition(*parts, key)
@@ -206,6 +207,16 @@ def write_change_rows(spark, changes: DataFrame, plan: ChangePlan, shape: Change
     # each task answers with its ChangeResult, or with the typed error write_changes raised (a
     # MergeCardinalityError names the row), which arrives here as itself
     return run_per_partition(routed, lambda task_id, batches: write_changes(plan, task_id, batches))
+
+
+def _holds_map(dtype: DataType) -> bool:
+    if isinstance(dtype, MapType):
+        return True
+    if isinstance(dtype, ArrayType):
+        return _holds_map(dtype.elementType)
+    if isinstance(dtype, StructType):
+        return any(_holds_map(f.dataType) for f in dtype.fields)
+    return False
 
 
 def _writer_id(prop: Column) -> Column:
