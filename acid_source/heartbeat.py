@@ -21,19 +21,16 @@ import sys
 import threading
 import time
 
-ENV_INTERVAL = "ACIDORC_HEARTBEAT_SECONDS"
-DEFAULT_INTERVAL = 30.0
+from . import settings
+
+ENV_INTERVAL = settings.HEARTBEAT_SECONDS.name
+DEFAULT_INTERVAL = settings.HEARTBEAT_SECONDS.default
 
 
 def heartbeat_interval() -> float:
     """Seconds between heartbeats: ``$ACIDORC_HEARTBEAT_SECONDS`` or 30 (the default expiry
     used by clean-up is 600 s, twenty missed beats)."""
-    text = os.environ.get(ENV_INTERVAL, "").strip()
-    try:
-        value = float(text) if text else DEFAULT_INTERVAL
-    except ValueError:
-        value = DEFAULT_INTERVAL
-    return value if value > 0 else DEFAULT_INTERVAL
+    return settings.HEARTBEAT_SECONDS.get()
 
 
 def _beat(metastore, txn_id: int) -> bool:

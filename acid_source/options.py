@@ -10,15 +10,16 @@ import datetime as dt
 import difflib
 import json
 import math
-import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from . import settings
 from .errors import InvalidOptionError
 from .layout.partitions import parse_partition_segment
 from .layout.writeids import ValidTxnList, ValidWriteIdList
 from .orc.codecs import CODECS, DEFAULT_CODEC, canonical_codec
+from .settings import parse_bool, parse_seconds
 
 DEFAULT_MAX_SPLIT_BYTES = 256 * 1024 * 1024
 TABLE_TYPES = ("auto", "full", "insert_only")
@@ -57,8 +58,8 @@ READ_OPTIONS = {
 
 #: How long a read's lease protects its snapshot's files from the cleaner when the read option
 #: ``readLeaseSeconds`` is not given (seconds; a Spark read cannot renew it, AcidScan does).
-READ_LEASE_ENV = "ACIDORC_READ_LEASE_SECONDS"
-DEFAULT_READ_LEASE_SECONDS = 3600.0
+READ_LEASE_ENV = settings.READ_LEASE_SECONDS.name
+DEFAULT_READ_LEASE_SECONDS = settings.READ_LEASE_SECONDS.default
 
 WRITE_OPTIONS = {
     "path": "table location (URL or local path)",
@@ -82,15 +83,6 @@ _SIZE = re.compile(r"^\s*([0-9]{1,19})\s*([kmgt]?)b?\s*$", re.IGNORECASE)
 _UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
 
 
-def parse_bool(option: str, value: str) -> bool:
-    text = str(value).strip().lower()
-    if text in ("true", "1", "yes"):
-        return True
-    if text in ("false", "0", "no"):
-        return False
-    raise InvalidOptionError(option, f"expected true or false, got {value!r}")
-
-
 def parse_size(option: str, value: str) -> int:
     m = _SIZE.match(str(value))
     if not m:
@@ -101,21 +93,9 @@ def parse_size(option: str, value: str) -> int:
     return size
 
 
-def parse_seconds(option: str, value) -> float:
-    """A finite number of seconds >= 0."""
-    try:
-        seconds = float(str(value).strip())
-    except ValueError:
-        seconds = math.nan
-    if isinstance(value, bool) or not math.isfinite(seconds) or seconds < 0:
-        raise InvalidOptionError(option, f"expected a number of seconds >= 0, got {value!r}")
-    return seconds
-
-
 def default_read_lease_seconds() -> float:
     """``$ACIDORC_READ_LEASE_SECONDS``, else :data:`DEFAULT_READ_LEASE_SECONDS`."""
-    text = os.environ.get(READ_LEASE_ENV, "").strip()
-    return parse_seconds(f"${READ_LEASE_ENV}", text) if text else DEFAULT_READ_LEASE_SECONDS
+    return settings.READ_LEASE_SECONDS.get()
 
 
 def _canonical(options: dict, known: dict[str, str], other: dict[str, str] | None = None) -> dict[str, str]:

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Mapping
 
+from . import settings
 from .errors import AcidError, ConflictError, MetastoreError, TransactionStateError
 from .faults import crash_point
 from .heartbeat import HeartbeatThread, spawn_heartbeat_process
@@ -32,8 +33,6 @@ from .storage import Storage
 if TYPE_CHECKING:  # the store (SQLAlchemy) is imported only where it is used: a TransactionRef
     from .metastore import Metastore  # travels through Spark's workers
     from .metastore.transactions import Recheck
-
-ENV_URL = "ACIDORC_METASTORE_URL"  # = acid_source.metastore.engine.ENV_URL
 
 OPEN, COMMITTED, ABORTED = "open", "committed", "aborted"
 
@@ -64,7 +63,7 @@ class TransactionRef:
 
         if not self.has_secret:
             return Metastore(self.url)
-        env = os.environ.get(ENV_URL, "").strip()
+        env = settings.METASTORE_URL.get()
         if env and Metastore(env).url == self.url:
             return Metastore(env)
         path = _credentials_file(self.url, self.txn_id)
@@ -73,7 +72,7 @@ class TransactionRef:
         except (OSError, ValueError, KeyError):
             raise MetastoreError(
                 f"cannot finish transaction {self.txn_id}: the password of {self.url} is not available "
-                f"in this process (set {ENV_URL} on the driver)", url=self.url) from None
+                f"in this process (set ${settings.METASTORE_URL.name} on the driver)", url=self.url) from None
 
 
 @dataclass

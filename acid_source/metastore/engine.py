@@ -18,9 +18,10 @@ from sqlalchemy import event
 from sqlalchemy.engine import URL, Engine, make_url
 from sqlalchemy.pool import StaticPool
 
+from .. import settings
 from ..errors import MetastoreError
 
-ENV_URL = "ACIDORC_METASTORE_URL"
+ENV_URL = settings.METASTORE_URL.name
 
 #: execution option a :class:`~sqlalchemy.engine.Connection` carries when its transaction
 #: will write; SQLite then begins it with ``BEGIN IMMEDIATE``.
@@ -36,7 +37,7 @@ _READ_ISOLATION = {"postgresql": "REPEATABLE READ", "mysql": "REPEATABLE READ", 
 def default_url() -> str:
     """``$ACIDORC_METASTORE_URL``, else a SQLite file ``~/.acidorc/metastore.db`` (the directory
     is created)."""
-    env = os.environ.get(ENV_URL, "").strip()
+    env = settings.METASTORE_URL.get()
     if env:
         return env
     home = Path(os.path.expanduser("~")) / ".acidorc"
@@ -58,7 +59,7 @@ def url_for_workers(url: str | None) -> str | None:
 def sqlite_store_missing(url: str | os.PathLike | None) -> bool:
     """True when ``url`` names a SQLite file that does not exist yet: such a store knows no
     tables, and a reader need not create it just to find that out."""
-    text = os.environ.get(ENV_URL, "").strip() if url is None else url
+    text = settings.METASTORE_URL.get() if url is None else url
     if url is None and not text:
         return not (Path(os.path.expanduser("~")) / ".acidorc" / "metastore.db").exists()
     path = sqlite_file(parse_url(text))

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import sys
 
+from .. import settings
+
 # Spark settings acidorc relies on; spark-conf/spark-defaults.conf carries the same ones.
 RECOMMENDED_CONF = {
     # Spark only offers filters to Python data sources when this is on (off by default).
@@ -69,7 +71,7 @@ def get_or_create_session(app_name: str = "acidorc", master: str | None = None, 
     from pyspark.sql import SparkSession
 
     if metastore_url:
-        os.environ["ACIDORC_METASTORE_URL"] = metastore_url
+        os.environ[settings.METASTORE_URL.name] = metastore_url
     builder = SparkSession.builder.appName(app_name)
     if master:
         builder = builder.master(master)
