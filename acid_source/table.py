@@ -1,7 +1,9 @@
 """``AcidTable``: a Hive ACID table from plain Python (pyarrow), no Spark needed.
 
-Spelled like pyspark and delta-spark (camelCase) because the same class gains the Spark-facing
-``forPath(spark, path)`` / ``toDF()`` / ``merge(...)`` for DML. Reads take their snapshot from
+Spelled like pyspark and delta-spark (camelCase). ``AcidTable.forPath(spark, path)`` /
+``forName(spark, name)`` return the Spark-bound subclass (:mod:`acid_source.spark.table`,
+loaded by name: the core never imports a ``spark/`` module), whose DML, compaction and
+``toDF`` run as Spark jobs. Reads take their snapshot from
 the transaction store; writes run in one :class:`~acid_source.txn.Transaction` each.
 """
 
@@ -9,11 +11,18 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
+import importlib
 from typing import Any, Iterable, Iterator, Mapping
 
 import pyarrow as pa
 
-from .errors import InvalidArgumentError, InvalidOptionError, SchemaError, TableNotRegisteredError
+from .errors import (
+    InvalidArgumentError,
+    InvalidOptionError,
+    SchemaError,
+    TableNotRegisteredError,
+    UnsupportedOperationError,
+)
 from .metastore.tableinfo import TABLE_NAME, normalize_location
 from .options import (
     DEFAULT_MAX_SPLIT_BYTES,
@@ -22,7 +31,6 @@ from .options import (
     parse_size,
     parse_timestamp,
     parse_version,
-    spark_storage_options,
 )
 from .resolve import open_store, resolve_table
 from .scan.planner import TableScan
@@ -44,15 +52,13 @@ class AcidTable:
     """
 
     def __init__(self, location: str, *, metastoreUrl: str | None = None,
-                 storageOptions: Mapping[str, Any] | None = None, conflictDetection: str | None = None,
-                 spark: Any = None):
+                 storageOptions: Mapping[str, Any] | None = None, conflictDetection: str | None = None):
         from .dml.execution import conflict_mode
 
         self._location = location
         self._metastore_url = metastoreUrl
         self._storage_options = option_pairs(storageOptions, "storageOptions")
         self._conflict = conflict_mode(conflictDetection)
-        self._spark = spark
         self._alias: str | None = None
         self._latest: ResolvedTable | None = None
 
@@ -68,8 +74,10 @@ class AcidTable:
                          conflictDetection=conflictDetection)
 
     @classmethod
-    def _open(cls, locationOrName: Any, argument: str, *, spark: Any = None, by_name: bool | None = None,
+    def _open(cls, locationOrName: Any, argument: str, *, by_name: bool | None = None,
               **kwargs) -> "AcidTable":
+        """Open by location or name; ``kwargs`` go to the constructor (a subclass may take more,
+        e.g. the Spark-bound table's ``sparkSession``)."""
         if not isinstance(locationOrName, str) or not locationOrName.strip():
             raise InvalidArgumentError(argument, f"expected a table location or name, got {locationOrName!r}")
         location = locationOrName.strip()
@@ -80,7 +88,7 @@ class AcidTable:
             if store is None:
                 raise TableNotRegisteredError(name=location)
             location = store.get_table(name=location).location
-        table = cls(location, spark=spark, **kwargs)
+        table = cls(location, **kwargs)
         table._refresh()
         return table
 
@@ -88,41 +96,28 @@ class AcidTable:
     def forPath(cls, sparkSession: Any, path: str, *, metastoreUrl: str | None = None,
                 storageOptions: Mapping[str, Any] | None = None, conflictDetection: str | None = None) -> "AcidTable":
         """The table at ``path``, bound to ``sparkSession``: ``toDF()``, ``delete``,
-        ``update`` and ``merge`` run as Spark jobs (delta-spark's ``DeltaTable.forPath``).
+        ``update``, ``merge`` and ``compact`` run as Spark jobs (delta-spark's
+        ``DeltaTable.forPath``; see :class:`acid_source.spark.table.SparkAcidTable`).
 
         >>> t = AcidTable.forPath(spark, "/warehouse/sales")              # doctest: +SKIP
         >>> t.update("region = 'eu'", {"amount": "amount * 1.1"})         # doctest: +SKIP
         """
-        _check_session(sparkSession)
-        return cls._open(path, "path", spark=sparkSession, by_name=False, metastoreUrl=metastoreUrl,
-                         storageOptions=storageOptions, conflictDetection=conflictDetection)
+        return _spark_table().forPath(sparkSession, path, metastoreUrl=metastoreUrl, storageOptions=storageOptions,
+                                      conflictDetection=conflictDetection)
 
     @classmethod
     def forName(cls, sparkSession: Any, tableOrViewName: str, *, metastoreUrl: str | None = None,
                 storageOptions: Mapping[str, Any] | None = None, conflictDetection: str | None = None) -> "AcidTable":
         """The table registered in the transaction store under ``tableOrViewName``
         (``db.table``), bound to ``sparkSession``."""
-        _check_session(sparkSession)
-        return cls._open(tableOrViewName, "tableOrViewName", spark=sparkSession, by_name=True,
-                         metastoreUrl=metastoreUrl, storageOptions=storageOptions, conflictDetection=conflictDetection)
+        return _spark_table().forName(sparkSession, tableOrViewName, metastoreUrl=metastoreUrl,
+                                      storageOptions=storageOptions, conflictDetection=conflictDetection)
 
     @classmethod
     def isAcidTable(cls, sparkSession: Any, identifier: str, *, metastoreUrl: str | None = None) -> bool:
         """Whether ``identifier`` (a path or a registered name) is a Hive ACID table acidorc can
         read: registered in the store, or a directory with an ACID layout."""
-        from .errors import AcidError
-
-        try:
-            table = cls._open(identifier, "identifier", metastoreUrl=metastoreUrl)
-            resolved = table._latest
-            assert resolved is not None
-            if resolved.registered:
-                return True
-            from .layout.table_dirs import has_acid_layout
-
-            return has_acid_layout(resolved.layout)
-        except AcidError:
-            return False
+        return _spark_table().isAcidTable(sparkSession, identifier, metastoreUrl=metastoreUrl)
 
     def _resolve(self, snapshot: SnapshotSpec = SnapshotSpec()) -> ResolvedTable:
         return resolve_table(self._location, metastore_url=self._metastore_url,
@@ -255,58 +250,44 @@ class AcidTable:
 
         return DmlTarget(self.location, self._metastore_url, self._storage_options, self._conflict)
 
-    def delete(self, condition: Any = None) -> dict:
-        """Delete the rows where ``condition`` (SQL string, or a Column with Spark) is true; all
-        rows without one. One transaction; returns its metrics (``numDeletedRows``, ...).
+    def delete(self, condition: str | None = None) -> dict:
+        """Delete the rows where the SQL ``condition`` is true; all rows without one. One
+        transaction; returns its metrics (``numDeletedRows``, ...).
 
         >>> t.delete("day < '2024-01-01'")                                  # doctest: +SKIP
         """
-        if self._spark is not None:
-            from .spark.dml import spark_delete
-
-            return spark_delete(self._spark, self._target(), condition, self._alias)
         from .dml.arrow_changes import arrow_changes
         from .dml.execution import run_dml
 
         return run_dml(self._target(), "delete",
                        lambda resolved, plan: arrow_changes(resolved, plan, condition=condition, assignments=None))
 
-    def update(self, condition: Any = None, set: Mapping[str, Any] | None = None) -> dict:
+    def update(self, condition: str | None = None, set: Mapping[str, str] | None = None) -> dict:
         """Set columns of the rows where ``condition`` is true (every row without one):
-        ``set`` maps column -> SQL expression (or Column) over the old row. Updating a partition
+        ``set`` maps column -> SQL expression over the old row. Updating a partition
         or bucket column moves the row. Returns the metrics (``numUpdatedRows``, ...).
 
         >>> t.update("id = 7", {"amount": "amount + 1", "region": "'us'"})  # doctest: +SKIP
         """
         if set is None:
             raise InvalidArgumentError("set", "give the columns to update, e.g. set={'amount': 'amount + 1'}")
-        if self._spark is not None:
-            from .spark.dml import spark_update
-
-            return spark_update(self._spark, self._target(), condition, set, self._alias)
         from .dml.arrow_changes import arrow_changes
         from .dml.execution import run_dml
 
         return run_dml(self._target(), "update",
                        lambda resolved, plan: arrow_changes(resolved, plan, condition=condition, assignments=set))
 
-    def merge(self, source: Any, condition: Any) -> "AcidMergeBuilder":
-        """Start a MERGE of the Spark DataFrame ``source`` into this table on ``condition``;
-        add ``whenMatched...`` / ``whenNotMatched...`` clauses, then ``execute()``.
-
-        >>> (t.alias("t").merge(updates.alias("s"), "t.id = s.id")        # doctest: +SKIP
-        ...   .whenMatchedUpdateAll().whenNotMatchedInsertAll().execute())
-        """
-        self._require_spark("merge")
-        return AcidMergeBuilder(self, source, condition)
+    def merge(self, source: Any, condition: Any) -> Any:
+        """MERGE joins a Spark DataFrame: on a table opened with ``forPath`` / ``forName``."""
+        raise UnsupportedOperationError("merge", _NEEDS_SPARK)
 
     # --- compaction --------------------------------------------------------------------------
     def compact(self, kind: str, partitionFilter: str | None = None) -> dict:
         """Compact the table - ``"minor"`` (deltas into one delta and one delete delta per data
         object) or ``"major"`` (everything into one base per data object, deleted rows gone) -
         or only the partitions matching ``partitionFilter``, in one transaction that readers
-        see atomically; row ids are kept. Runs as a Spark job for a table opened with
-        ``forPath`` / ``forName``, else in this process. Returns its metrics.
+        see atomically; row ids are kept. Runs in this process (on the executors for a table
+        opened with ``forPath`` / ``forName``). Returns its metrics.
 
         >>> t.compact("major", partitionFilter="day < '2026-01-01'")  # doctest: +SKIP
         """
@@ -314,36 +295,19 @@ class AcidTable:
 
         if partitionFilter is not None and not isinstance(partitionFilter, str):
             raise InvalidArgumentError("partitionFilter", f"expected a SQL condition string, got {partitionFilter!r}")
-        run_tasks = None
-        if self._spark is not None:
-            from .spark.compaction import spark_task_runner
-
-            run_tasks = spark_task_runner(self._spark)
         return compact_table(self.location, kind, partition_filter=partitionFilter,
-                             metastore_url=self._metastore_url, storage_options=self._storage_options,
-                             run_tasks=run_tasks)
+                             metastore_url=self._metastore_url, storage_options=self._storage_options)
 
     def optimize(self) -> "AcidOptimizeBuilder":
         """Delta-spark's spelling of compaction: ``optimize().where(...).executeCompaction()``."""
         return AcidOptimizeBuilder(self)
 
     def toDF(self) -> Any:
-        """The table's latest snapshot as a Spark DataFrame (a new one each call: a DataFrame
-        keeps the snapshot it was planned with)."""
-        self._require_spark("toDF")
-        from .metastore.engine import url_for_workers
+        """A Spark DataFrame of the table: on a table opened with ``forPath`` / ``forName``."""
+        raise UnsupportedOperationError("toDF", _NEEDS_SPARK)
 
-        reader = self._spark.read.format("acidorc")
-        url = url_for_workers(self._metastore_url)
-        if url is not None:
-            reader = reader.option("metastoreUrl", url)
-        for key, value in spark_storage_options(self._storage_options).items():
-            reader = reader.option(key, value)
-        df = reader.load(self.location)
-        return df.alias(self._alias) if self._alias else df
-
-    def detail(self) -> Any:
-        """One row describing the table (a DataFrame with Spark, else a dict): location, name,
+    def detail(self) -> dict:
+        """One row describing the table, as a dict: location, name,
         format, partition and bucket columns, table type, files, size, version."""
         from .layout.table_dirs import acid_state_for, data_files
 
@@ -367,16 +331,7 @@ class AcidTable:
             "sizeInBytes": sum(f.size or 0 for f in data),
             "version": resolved.version,
         }
-        if self._spark is None:
-            return row
-        return self._spark.createDataFrame([row], _DETAIL_SCHEMA)
-
-    def _require_spark(self, method: str) -> None:
-        if self._spark is None:
-            from .errors import UnsupportedOperationError
-
-            raise UnsupportedOperationError(method, "needs a SparkSession: open the table with "
-                                            "AcidTable.forPath(spark, path) or AcidTable.forName(spark, name)")
+        return row
 
     # --- cleaning ----------------------------------------------------------------------------
     def vacuum(self, dryRun: bool = False, retentionSeconds: float | None = None) -> dict:
@@ -396,14 +351,11 @@ class AcidTable:
                       storage_options=self._storage_options, retention_seconds=retentionSeconds)
 
     # --- history ---------------------------------------------------------------------------
-    def history(self, limit: int | None = None) -> Any:
+    def history(self, limit: int | None = None) -> list[dict]:
         """Committed writes, newest first: ``version`` (write id), ``timestamp`` (UTC),
-        ``operation``, ``txnId``, ``partitions``, ``user``, ``description``. A list of dicts, or
-        a DataFrame for a table opened with ``forPath`` / ``forName``."""
-        rows = self._history(limit)
-        if self._spark is None:
-            return rows
-        return self._spark.createDataFrame(rows, _HISTORY_SCHEMA)
+        ``operation``, ``txnId``, ``partitions``, ``user``, ``description``. A list of dicts (a
+        DataFrame for a table opened with ``forPath`` / ``forName``)."""
+        return self._history(limit)
 
     def _history(self, limit: int | None) -> list[dict]:
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
@@ -433,79 +385,14 @@ class AcidTable:
         return f"AcidTable({self.location!r})"
 
 
-_HISTORY_SCHEMA = ("version BIGINT, timestamp TIMESTAMP, operation STRING, txnId BIGINT, partitions ARRAY<STRING>, "
-                   "user STRING, description STRING")
-_DETAIL_SCHEMA = ("format STRING, location STRING, name STRING, tableType STRING, partitionColumns ARRAY<STRING>, "
-                  "bucketColumns ARRAY<STRING>, numBuckets INT, numFiles BIGINT, sizeInBytes BIGINT, version BIGINT")
+_NEEDS_SPARK = ("needs a SparkSession: open the table with AcidTable.forPath(spark, path) or "
+                "AcidTable.forName(spark, name)")
 
 
-def _check_session(spark: Any) -> None:
-    if not (hasattr(spark, "read") and hasattr(spark, "createDataFrame")):
-        raise InvalidArgumentError("sparkSession", f"expected a SparkSession, got {type(spark).__name__}")
-
-
-class AcidMergeBuilder:
-    """The clauses of one MERGE, evaluated in the order they were added (the first that
-    matches a row acts on it, as in Spark SQL); ``execute()`` runs it (delta-spark's
-    ``DeltaMergeBuilder``). Conditions and values are SQL strings or Columns."""
-
-    def __init__(self, table: AcidTable, source: Any, condition: Any):
-        from .spark.dml import to_column
-
-        if condition is None:
-            raise InvalidArgumentError("condition", "a MERGE needs a join condition, e.g. 't.id = s.id'")
-        to_column(condition, "condition")  # parse errors now, not at execute()
-        self._table = table
-        self._source = source
-        self._condition = condition
-        self._clauses: list = []
-
-    def _add(self, when: str, action: str, condition: Any, values: Any, argument: str) -> "AcidMergeBuilder":
-        from .spark.dml import MergeClause, to_column
-
-        if condition is not None:
-            to_column(condition, "condition")
-        if values is not None and (not isinstance(values, Mapping) or not values):
-            raise InvalidArgumentError(argument, f"expected a non-empty dict of column -> expression, got {values!r}")
-        self._clauses.append(MergeClause(when, action, condition, values))
-        return self
-
-    def whenMatchedUpdate(self, condition: Any = None, set: Mapping[str, Any] | None = None) -> "AcidMergeBuilder":
-        if set is None:
-            raise InvalidArgumentError("set", "give the columns to update (or use whenMatchedUpdateAll)")
-        return self._add("matched", "update", condition, set, "set")
-
-    def whenMatchedUpdateAll(self, condition: Any = None) -> "AcidMergeBuilder":
-        return self._add("matched", "update", condition, None, "set")
-
-    def whenMatchedDelete(self, condition: Any = None) -> "AcidMergeBuilder":
-        return self._add("matched", "delete", condition, None, "condition")
-
-    def whenNotMatchedInsert(self, condition: Any = None,
-                             values: Mapping[str, Any] | None = None) -> "AcidMergeBuilder":
-        if values is None:
-            raise InvalidArgumentError("values", "give the values to insert (or use whenNotMatchedInsertAll)")
-        return self._add("not_matched", "insert", condition, values, "values")
-
-    def whenNotMatchedInsertAll(self, condition: Any = None) -> "AcidMergeBuilder":
-        return self._add("not_matched", "insert", condition, None, "values")
-
-    def whenNotMatchedBySourceUpdate(self, condition: Any = None,
-                                     set: Mapping[str, Any] | None = None) -> "AcidMergeBuilder":
-        if set is None:
-            raise InvalidArgumentError("set", "give the columns to update")
-        return self._add("not_matched_by_source", "update", condition, set, "set")
-
-    def whenNotMatchedBySourceDelete(self, condition: Any = None) -> "AcidMergeBuilder":
-        return self._add("not_matched_by_source", "delete", condition, None, "condition")
-
-    def execute(self) -> dict:
-        """Run the MERGE in one transaction; returns its metrics (``numUpdatedRows``,
-        ``numInsertedRows``, ``numDeletedRows``, ...)."""
-        from .spark.dml import spark_merge
-
-        t = self._table
-        return spark_merge(t._spark, t._target(), self._source, self._condition, list(self._clauses), t._alias)
+def _spark_table() -> Any:
+    """The Spark-bound table class, loaded by name: the one door from the engine-free core to
+    an engine (importing it needs pyspark)."""
+    return importlib.import_module("acid_source.spark.table").SparkAcidTable
 
 
 class AcidOptimizeBuilder:

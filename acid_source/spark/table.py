@@ -142,12 +142,12 @@ class SparkAcidTable(AcidTable):
                              run_tasks=spark_task_runner(self._session))
 
     # --- what it is ------------------------------------------------------------------------
-    def detail(self) -> DataFrame:
+    def detail(self) -> DataFrame:  # type: ignore[override]
         """One row describing the table, as a DataFrame: location, name, format, partition and
         bucket columns, table type, files, size, version."""
         return self._session.createDataFrame([super().detail()], DETAIL_SCHEMA)
 
-    def history(self, limit: int | None = None) -> DataFrame:
+    def history(self, limit: int | None = None) -> DataFrame:  # type: ignore[override]
         """Committed writes, newest first, as a DataFrame: ``version`` (write id),
         ``timestamp`` (UTC), ``operation``, ``txnId``, ``partitions``, ``user``, ``description``."""
         return self._session.createDataFrame(self._history(limit), HISTORY_SCHEMA)
