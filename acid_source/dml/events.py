@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import AcidError, MergeCardinalityError, SchemaError, StorageError
-from ..layout import bucket_codec
+from ..layout import bucket_codec, row_ids
 from ..layout.names import ACID_VERSION_FILE, bucket_file_name, delta_dir_name
 from ..orc.writer import DeleteFileWriter
 from ..write.rows import group_rows
@@ -61,10 +61,6 @@ class ChangePlan:
 #: The name under which a task's :attr:`TaskResult.counts` holds the rows of each operation.
 COUNT_NAMES = {DELETE: "deleted", UPDATE_DELETE: "updateDeleted", INSERT: "inserted", UPDATE_INSERT: "updated",
                MATCHED_NO_ACTION: "matchedNoAction"}
-
-#: spark/dml.py's name for a DML task's result (it is the one :class:`TaskResult`)
-ChangeResult = TaskResult
-
 
 class ChangeWriter:
     """One task's change rows -> its delete and insert files."""
@@ -150,11 +146,11 @@ class ChangeWriter:
 
     def _write_delete_file(self, part: str, writer_id: int, chunks, result: TaskResult) -> None:
         o, b, r, no_action = (np.concatenate([c[i] for c in chunks]) for i in range(4))
-        order = np.lexsort((r, b, o))
+        order = row_ids.order(o, b, r)
         o, b, r, no_action = o[order], b[order], r[order], no_action[order]
-        same = (o[1:] == o[:-1]) & (b[1:] == b[:-1]) & (r[1:] == r[:-1])
+        same = row_ids.same_as_previous(o, b, r)
         if same.any() and self.plan.repeated_deletes:
-            first = np.concatenate([[True], ~same])
+            first = row_ids.first_of_each(o, b, r)
             result.add(COUNT_NAMES[DELETE], -int(same.sum()))  # each row once
             o, b, r, no_action = o[first], b[first], r[first], no_action[first]
         elif same.any():

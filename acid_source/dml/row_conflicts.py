@@ -39,13 +39,14 @@ import numpy as np
 
 from ..errors import ConflictError, CorruptFileError
 from ..faults import pause_point
+from ..layout import row_ids
 from ..layout.names import ParsedDir, parse_dir_name
+from ..layout.row_ids import KeySet
 from ..layout.table_dirs import data_files
 from ..layout.writeids import ValidTxnList
 from ..metastore.transactions import DML_OPERATIONS, REPLACES_ROWS
 from ..orc.files import EVENT_COLUMNS, OP_DELETE, OrcFile
 from ..scan.resolved import ResolvedTable
-from ..scan.visibility import KeySet
 from ..storage import Storage
 from ..txn import Transaction
 
@@ -66,7 +67,7 @@ class _Keys:
             z = np.zeros(0, dtype=np.int64)
             return cls(z, z, z)
         o, b, r = (np.concatenate([p[i] for p in parts]).astype(np.int64, copy=False) for i in range(3))
-        order = np.lexsort((r, b, o))
+        order = row_ids.order(o, b, r)
         return cls(o[order], b[order], r[order])
 
     def __len__(self) -> int:

@@ -32,6 +32,7 @@ import pyarrow as pa
 import pyorc.errors
 
 from ..errors import AcidError, CorruptFileError, InvalidArgumentError, StorageError
+from ..layout import row_ids
 from ..layout.names import ACID_VERSION_FILE, bucket_file_name
 from ..layout.table_dirs import FULL_ACID, INSERT_ONLY
 from ..layout.writeids import RangeResponse, ValidWriteIdList
@@ -150,7 +151,7 @@ def _sorted_by_row_id(batches: list[pa.RecordBatch]) -> list[pa.RecordBatch]:
     if rid is None:
         return []
     o, b, r = (np.asarray(rid.field(i).to_numpy(zero_copy_only=False)) for i in range(3))
-    return table.take(pa.array(np.lexsort((r, b, o)))).to_batches()
+    return table.take(pa.array(row_ids.order(o, b, r))).to_batches()
 
 
 def _invalid_events(storage: Storage, s: FileSlice, write_ids: ValidWriteIdList, current: list[str]) -> int:
@@ -275,16 +276,10 @@ def _shape_row(row: pa.Array, row_type: pa.StructType, path: str) -> pa.Array:
 def _check_sorted(shown_path: str, o, b, r, last):
     """Events of a file ascend by ROW__ID (HIVE_ACID_FORMAT.md 4.3); returns the last key.
     ``shown_path`` names the file in errors."""
-    if last is not None:
-        o, b, r = np.concatenate(([last[0]], o)), np.concatenate(([last[1]], b)), np.concatenate(([last[2]], r))
-    b = b.astype(np.int64)
-    if len(o) > 1:
-        down = (o[1:] < o[:-1]) | ((o[1:] == o[:-1]) & ((b[1:] < b[:-1]) | ((b[1:] == b[:-1]) & (r[1:] < r[:-1]))))
-        if down.any():
-            i = int(np.flatnonzero(down)[0])
-            raise CorruptFileError(shown_path, f"events are not in ROW__ID order: ({o[i + 1]}, {b[i + 1]}, "
-                                               f"{r[i + 1]}) follows ({o[i]}, {b[i]}, {r[i]})")
-    return int(o[-1]), int(b[-1]), int(r[-1])
+    bad = row_ids.descent(o, b, r, strict=False, last=last)
+    if bad is not None:
+        raise CorruptFileError(shown_path, f"events are not in ROW__ID order: {bad[1]} follows {bad[0]}")
+    return last if len(o) == 0 else (int(o[-1]), int(b[-1]), int(r[-1]))
 
 
 def merge_by_row_id(streams: list[Iterator[pa.RecordBatch]]) -> Iterator[pa.RecordBatch]:
@@ -332,7 +327,7 @@ def merge_by_row_id(streams: list[Iterator[pa.RecordBatch]]) -> Iterator[pa.Reco
         merged = taken[0] if len(taken) == 1 else pa.Table.from_batches(taken).combine_chunks().to_batches()[0]
         o, b, r, c = (np.asarray(merged.column(name).to_numpy(zero_copy_only=False)).astype(np.int64)
                       for name in ("originalTransaction", "bucket", "rowId", "currentTransaction"))
-        order = np.lexsort((-c, r, b, o))
+        order = row_ids.order(o, b, r, then=(-c,))
         if (np.diff(order) != 1).any():
             merged = merged.take(pa.array(order))
         yield merged

@@ -240,16 +240,5 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if any(e["status"] in ("failed", "error") for e in results) else 0
 
 
-def __getattr__(name: str):
-    """Transition only: ``maybe_compact_after_commit`` moved to :mod:`.auto_compact`; callers
-    not yet switched (table.py, dml/execution.py, spark/datasource.py, commit.py) still find it
-    here. Remove once none imports it from this module."""
-    if name == "maybe_compact_after_commit":
-        from .auto_compact import maybe_compact_after_commit
-
-        return maybe_compact_after_commit
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 if __name__ == "__main__":
     sys.exit(main())

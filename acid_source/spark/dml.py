@@ -31,7 +31,6 @@ from ..dml.events import (
     UPDATE_DELETE,
     UPDATE_INSERT,
     ChangePlan,
-    ChangeResult,
     write_changes,
 )
 from ..dml.execution import DmlTarget, run_dml
@@ -41,6 +40,7 @@ from ..scan.planner import TableScan
 from ..scan.reader import read_split
 from ..scan.resolved import ResolvedTable
 from ..scan.splits import ROW_ID_COLUMN as READ_ROW_ID
+from ..write.task import TaskResult
 from .compaction import spark_task_runner
 from .tasks import run_per_partition
 from .types import ColumnMapping, ExpressionOrColumn
@@ -191,7 +191,7 @@ class ChangeShape:
         return exploded.select("change.*")
 
 
-def write_change_rows(spark, changes: DataFrame, plan: ChangePlan, shape: ChangeShape) -> list[ChangeResult]:
+def write_change_rows(spark, changes: DataFrame, plan: ChangePlan, shape: ChangeShape) -> list[TaskResult]:
     """Repartition so that each (partition, old writer id) is in one task; write; collect."""
     write = plan.write
     is_delete = F.col(OP_COLUMN).isin(DELETE, UPDATE_DELETE, MATCHED_NO_ACTION)
@@ -204,7 +204,7 @@ def write_change_rows(spark, changes: DataFrame, plan: ChangePlan, shape: Change
     parts = [F.col(c) for c in write.partition_columns]
     routed = changes.repartition(*parts, key)
 
-    # each task answers with its ChangeResult, or with the typed error write_changes raised (a
+    # each task answers with its TaskResult, or with the typed error write_changes raised (a
     # MergeCardinalityError names the row), which arrives here as itself
     return run_per_partition(routed, lambda task_id, batches: write_changes(plan, task_id, batches))
 
@@ -242,7 +242,7 @@ def _shape(resolved: ResolvedTable) -> ChangeShape:
 def spark_delete(spark, target: DmlTarget, condition: ExpressionOrColumn | None, alias: str | None) -> dict:
     cond = None if condition is None else to_column(condition, "condition")
 
-    def produce(resolved: ResolvedTable, plan: ChangePlan) -> list[ChangeResult]:
+    def produce(resolved: ResolvedTable, plan: ChangePlan) -> list[TaskResult]:
         shape = _shape(resolved)
         needed = columns_of(condition, shape.names)
         frame = target_frame(spark, resolved, needed, condition=condition)
@@ -260,7 +260,7 @@ def spark_update(spark, target: DmlTarget, condition: ExpressionOrColumn | None,
                  alias: str | None) -> dict:
     cond = None if condition is None else to_column(condition, "condition")
 
-    def produce(resolved: ResolvedTable, plan: ChangePlan) -> list[ChangeResult]:
+    def produce(resolved: ResolvedTable, plan: ChangePlan) -> list[TaskResult]:
         shape = _shape(resolved)
         values = _assignments(assignments, shape.names, "set", alias)
         frame = target_frame(spark, resolved, condition=condition)
@@ -299,7 +299,7 @@ def spark_merge(spark, target: DmlTarget, source: DataFrame, condition: Expressi
         raise InvalidArgumentError("merge", "add at least one whenMatched... / whenNotMatched... clause "
                                             "before execute()")
 
-    def produce(resolved: ResolvedTable, plan: ChangePlan) -> list[ChangeResult]:
+    def produce(resolved: ResolvedTable, plan: ChangePlan) -> list[TaskResult]:
         shape = _shape(resolved)
         frame = target_frame(spark, resolved)
         if alias:
