@@ -10,9 +10,9 @@ from acid_source.writes import stage_write
 
 def unfinished_write(location: str, data: pa.Table):
     """A write whose transaction stays open (its files on disk, no heartbeat):
-    (job, txn, task result); ``job.commit(txn, [result])`` commits it later."""
+    (the staged write, its task's result); ``staged.commit([result])`` commits it later."""
     staged = stage_write(WriteSpec(path=location), overwrite=False, data_schema=data.schema, heartbeat="none")
     task = staged.writer(0)
     for b in data.to_batches():
         task.write(b)
-    return staged.job, staged.transaction, task.close()
+    return staged, task.close()

@@ -149,17 +149,17 @@ class History:
                 self.next_id += 1
         elif op == "aborted":  # a writer that died: the store aborted it, its files stayed
             ids, parts = self._new(5)
-            _, txn, _ = unfinished_write(self.location, batch(ids, "aborted", parts, self.t.schema))
-            txn.metastore.abort(txn.txn_id, "died")
-            self.aborted.append(txn.txn_id)
+            staged, _ = unfinished_write(self.location, batch(ids, "aborted", parts, self.t.schema))
+            staged.transaction.metastore.abort(staged.txnId, "died")
+            self.aborted.append(staged.txnId)
         elif op == "open" and self.open is None:
             ids, parts = self._new(4)
-            job, txn, result = unfinished_write(self.location, batch(ids, "open", parts, self.t.schema))
-            self.open = (job, txn, result, {i: ("open", p) for i, p in zip(ids, parts or [None] * len(ids))})
+            staged, result = unfinished_write(self.location, batch(ids, "open", parts, self.t.schema))
+            self.open = (staged, result, {i: ("open", p) for i, p in zip(ids, parts or [None] * len(ids))})
 
     def commit_open(self) -> None:
-        job, txn, result, rows = self.open
-        job.commit(txn, [result])
+        staged, result, rows = self.open
+        staged.commit([result])
         self.model.update(rows)
         self.open = None
 
@@ -237,7 +237,7 @@ def test_random_partitioned_history_reads_the_same_before_and_after_minor_and_ma
                 assert f == "_orc_acid_version" and (Path(location) / part / base[0] / f).read_bytes() == b"2"
 
     if h.open is not None:  # its rows were never compacted: they become visible when it commits
-        w = h.open[0].plan.write_id
+        w = h.open[0].writeId
         assert major["writeIdHighWatermark"] == w - 1
         h.commit_open()
     h.step("delete")
@@ -498,7 +498,7 @@ def test_an_open_write_bounds_the_compaction(tmp_path):
     create_table(location, FLAT)
     t = AcidTable.load(location)
     t.append(batch([1, 2], "w1", schema=FLAT))
-    job, txn, result = unfinished_write(location, batch([3], "w2 open", schema=FLAT))
+    staged, result = unfinished_write(location, batch([3], "w2 open", schema=FLAT))
     t.append(batch([4], "w3", schema=FLAT))
     t.delete("id = 1")  # w4
     t.append(batch([5], "w5", schema=FLAT))
@@ -509,7 +509,7 @@ def test_an_open_write_bounds_the_compaction(tmp_path):
     assert t.compact("minor")["numDataObjectsCompacted"] == 0
     major = t.compact("major")
     assert major["outputDirs"] == [f"base_0000001_v{major['txnId']:07d}"] and major["writeIdHighWatermark"] == 1
-    job.commit(txn, [result])
+    staged.commit([result])
     assert sorted(r[:2] for r in read(location)) == [(2, "w1"), (3, "w2 open"), (4, "w3"), (5, "w5"), (6, "w6")]
     major = t.compact("major")
     assert major["outputDirs"] == [f"base_0000006_v{major['txnId']:07d}"]
@@ -521,8 +521,8 @@ def test_aborted_data_is_dropped_and_one_delta_is_not_worth_a_minor(tmp_path):
     create_table(location, FLAT)
     t = AcidTable.load(location)
     t.append(batch([1], "w1", schema=FLAT))
-    _, txn, _ = unfinished_write(location, batch([2, 3], "dead", schema=FLAT))
-    txn.metastore.abort(txn.txn_id, "died")
+    staged, _ = unfinished_write(location, batch([2, 3], "dead", schema=FLAT))
+    staged.transaction.metastore.abort(staged.txnId, "died")
     before = everything(location)
     minor = t.compact("minor")  # one current delta: nothing to merge (Hive skips it too; the
     assert minor["skipped"] == {"": "fewer than two deltas of a kind"}  # aborted dir is the cleaner's)
@@ -684,8 +684,8 @@ def test_insert_only_tables(tmp_path):
     t = AcidTable.load(location)
     t.append(batch([1, 2], "w1", schema=FLAT))
     t.append(batch([3], "w2", schema=FLAT))
-    _, txn, _ = unfinished_write(location, batch([9], "dead", schema=FLAT))
-    txn.metastore.abort(txn.txn_id, "died")
+    staged, _ = unfinished_write(location, batch([9], "dead", schema=FLAT))
+    staged.transaction.metastore.abort(staged.txnId, "died")
     t.append(batch([4], "w4", schema=FLAT))
     before = {v: sorted(t.scan(versionAsOf=v).toArrow().to_pylist(), key=str) for v in versions(location)}
     minor = t.compact("minor")

@@ -147,25 +147,25 @@ def apply(run: Run, op: tuple) -> None:
             assert m.get("writeId") is None or m["writeId"] not in run.committed_at
     elif kind == "aborted":
         ids, parts = run.fresh(op[1], run.step)
-        _, txn, _ = unfinished_write(run.location, table_data(ids, "aborted", parts))
-        txn.metastore.abort(txn.txn_id, "writer died")  # its files stay, as after a crash
+        staged, _ = unfinished_write(run.location, table_data(ids, "aborted", parts))
+        staged.transaction.metastore.abort(staged.txnId, "writer died")  # its files stay, as after a crash
     elif kind == "open" and run.opened is None:
         ids, parts = run.fresh(op[1], run.step)
-        job, txn, result = unfinished_write(run.location, table_data(ids, "open", parts))
-        run.opened = (job, txn, result, {i: ("open", p) for i, p in zip(ids, parts)})
+        staged, result = unfinished_write(run.location, table_data(ids, "open", parts))
+        run.opened = (staged, result, {i: ("open", p) for i, p in zip(ids, parts)})
     elif kind == "commit_open" and run.opened is not None:
-        job, txn, result, rows = run.opened
-        job.commit(txn, [result])
+        staged, result, rows = run.opened
+        staged.commit([result])
         run.opened = None
         run.model.update(rows)
-        run.committed(job.plan.write_id)
+        run.committed(staged.writeId)
     elif kind in ("minor", "major"):
         part = op[1]
         m = t.compact(kind, partitionFilter=None if part is None else f"p = '{part}'")
         if m["numDataObjectsCompacted"]:
             run.compactions.append(run.step)
         if run.opened is not None:  # never past the open write id
-            assert m["writeIdHighWatermark"] < run.opened[0].plan.write_id
+            assert m["writeIdHighWatermark"] < run.opened[0].writeId
     elif kind == "vacuum":
         t.vacuum(retentionSeconds=0)
         run.vacuums.append(run.step)
@@ -257,8 +257,8 @@ def test_a_minor_compaction_of_an_already_compacted_range_does_not_duplicate_row
     t.append(table_data([2], "w2", ["a"]))
     first = t.compact("minor")
     assert first["outputDirs"] == [f"p=a/delta_0000001_0000002_v{first['txnId']:07d}"]
-    _, txn, _ = unfinished_write(location, table_data([3], "dead", ["a"]))
-    txn.metastore.abort(txn.txn_id, "writer died")
+    staged, _ = unfinished_write(location, table_data([3], "dead", ["a"]))
+    staged.transaction.metastore.abort(staged.txnId, "writer died")
     t.compact("minor")
     expected = [(1, "w1", "a"), (2, "w2", "a")]
     assert values(read(location)) == expected
