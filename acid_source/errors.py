@@ -69,38 +69,37 @@ class TableLocationNotFoundError(AcidError, FileNotFoundError):
         super().__init__(f"table path does not exist: {path}")
 
 
-class NotAnAcidTableError(AcidError):
-    """The path exists but does not hold a Hive ACID table."""
+class PathError(AcidError):
+    """An error about one path, for one reason; both stay on the error (``path``, ``reason``)
+    for handlers, and subclasses differ only in how the message reads."""
+
+    _template = "{path}: {reason}"
 
     def __init__(self, path: str, reason: str):
         self.path, self.reason = path, reason
-        super().__init__(f"{path} is not a Hive ACID table: {reason}")
+        super().__init__(self._template.format(path=path, reason=reason))
 
 
-class UnsafePathError(AcidError):
+class NotAnAcidTableError(PathError):
+    """The path exists but does not hold a Hive ACID table."""
+
+    _template = "{path} is not a Hive ACID table: {reason}"
+
+
+class UnsafePathError(PathError):
     """A path inside the table leads outside the table root (a symbolic link, or a name that
     would climb out); acidorc never reads or writes there."""
 
-    def __init__(self, path: str, reason: str):
-        self.path, self.reason = path, reason
-        super().__init__(f"{path}: {reason}")
 
-
-class StorageError(AcidError):
+class StorageError(PathError):
     """A file operation on the table's storage failed (permissions, a full disk, a vanished
     mount); the message names the path and what acidorc was doing."""
 
-    def __init__(self, path: str, reason: str):
-        self.path, self.reason = path, reason
-        super().__init__(f"{path}: {reason}")
 
-
-class CorruptFileError(AcidError):
+class CorruptFileError(PathError):
     """A data or metadata file cannot be read or contradicts the ACID format."""
 
-    def __init__(self, path: str, reason: str):
-        self.path, self.reason = path, reason
-        super().__init__(f"cannot read {path}: {reason}")
+    _template = "cannot read {path}: {reason}"
 
 
 class MissingDataError(CorruptFileError):

@@ -126,6 +126,7 @@ EXAMPLES = {
     errors.InvalidSnapshotError: (("d.t:x", "bad id 'x'"), {"option": "validWriteIds"}),
     errors.TableLocationNotFoundError: (("/warehouse/t",), {}),
     errors.MissingDataError: (("s3://lake/t/p=1", [3, 4]), {"detail": "; refusing to compact"}),
+    errors.PathError: (("/warehouse/t/p=1", "listing failed"), {}),
     errors.NotAnAcidTableError: (("/warehouse/t", "no base or delta directory"), {}),
     errors.UnsafePathError: (("/warehouse/t/link", "a symbolic link leads outside the table"), {}),
     errors.StorageError: (("/warehouse/t", "deleting the files failed: permission denied"), {}),
