@@ -19,15 +19,7 @@ from ..scan.resolved import ResolvedTable
 from ..scan.splits import ROW_ID_COLUMN as READ_ROW_ID
 from ..write.task import TaskResult
 from .assignments import target_assignments
-from .events import (
-    DELETE,
-    OP_COLUMN,
-    ROW_ID_COLUMN,
-    UPDATE_DELETE,
-    UPDATE_INSERT,
-    ChangePlan,
-    write_changes,
-)
+from .events import DELETE, OP_COLUMN, ROW_ID_COLUMN, UPDATE_DELETE, UPDATE_INSERT, ChangePlan, write_changes
 
 
 def arrow_changes(resolved: ResolvedTable, plan: ChangePlan, *, condition: str | None,

@@ -17,16 +17,13 @@ _INTEGER_DIGITS = {8: 3, 16: 5, 32: 10, 64: 20}
 _SIGNED = (pa.int8(), pa.int16(), pa.int32(), pa.int64())
 
 
-def is_integral(t: pa.DataType) -> bool:
-    return pa.types.is_integer(t)
+is_integral = pa.types.is_integer
 
 
-def is_floating(t: pa.DataType) -> bool:
-    return pa.types.is_floating(t)
+is_floating = pa.types.is_floating
 
 
-def is_decimal(t: pa.DataType) -> bool:
-    return pa.types.is_decimal(t)
+is_decimal = pa.types.is_decimal
 
 
 def is_numeric(t: pa.DataType) -> bool:
@@ -43,20 +40,16 @@ def is_binary(t: pa.DataType) -> bool:
             or getattr(pa.types, "is_binary_view", lambda _: False)(t))
 
 
-def is_date(t: pa.DataType) -> bool:
-    return pa.types.is_date(t)
+is_date = pa.types.is_date
 
 
-def is_timestamp(t: pa.DataType) -> bool:
-    return pa.types.is_timestamp(t)
+is_timestamp = pa.types.is_timestamp
 
 
-def is_null(t: pa.DataType) -> bool:
-    return pa.types.is_null(t)
+is_null = pa.types.is_null
 
 
-def is_boolean(t: pa.DataType) -> bool:
-    return pa.types.is_boolean(t)
+is_boolean = pa.types.is_boolean
 
 
 def describe(t: pa.DataType) -> str:

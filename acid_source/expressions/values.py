@@ -14,21 +14,8 @@ import math
 
 import pyarrow as pa
 
-from .sqltypes import (
-    MAX_DECIMAL_PRECISION,
-    describe,
-    integer_range,
-    is_binary,
-    is_boolean,
-    is_date,
-    is_decimal,
-    is_floating,
-    is_integral,
-    is_null,
-    is_numeric,
-    is_string,
-    is_timestamp,
-)
+from . import sqltypes
+from .sqltypes import MAX_DECIMAL_PRECISION, describe, integer_range
 
 _DIGITS = frozenset("0123456789")
 _TRUE = frozenset({"t", "true", "y", "yes", "1"})
@@ -178,42 +165,42 @@ def parse_timestamp(text: str) -> dt.datetime:
 
 
 def _to_text(value, source: pa.DataType) -> str:
-    if is_string(source):
+    if sqltypes.is_string(source):
         return value
-    if is_boolean(source):
+    if sqltypes.is_boolean(source):
         return "true" if value else "false"
-    if is_decimal(source):
+    if sqltypes.is_decimal(source):
         return format(value, "f")
-    if is_floating(source):
+    if sqltypes.is_floating(source):
         if math.isnan(value):
             return "NaN"
         if math.isinf(value):
             return "Infinity" if value > 0 else "-Infinity"
         return repr(float(value))
-    if is_integral(source):
+    if sqltypes.is_integral(source):
         return str(value)
-    if is_timestamp(source):
+    if sqltypes.is_timestamp(source):
         text = value.strftime("%Y-%m-%d %H:%M:%S")
         return text + (f".{value.microsecond:06d}".rstrip("0") if value.microsecond else "")
-    if is_date(source):
+    if sqltypes.is_date(source):
         return value.isoformat()
-    if is_binary(source):
+    if sqltypes.is_binary(source):
         return bytes(value).decode("utf-8", errors="replace")
     raise ValueError(f"cannot cast {describe(source)} to string")
 
 
 def _to_number(value, source: pa.DataType):
     """A Python number (int, float or Decimal) for a numeric, boolean or string constant."""
-    if is_string(source):
+    if sqltypes.is_string(source):
         word = value.strip().lower()
         special = {"nan": math.nan, "infinity": math.inf, "inf": math.inf,
                    "+infinity": math.inf, "-infinity": -math.inf, "-inf": -math.inf}
         if word in special:
             return special[word]
         return number_literal(value)[0]
-    if is_boolean(source):
+    if sqltypes.is_boolean(source):
         return int(value)
-    if is_numeric(source):
+    if sqltypes.is_numeric(source):
         return value
     raise ValueError(f"cannot cast {describe(source)} to a number")
 
@@ -221,21 +208,21 @@ def _to_number(value, source: pa.DataType):
 def cast_value(value, source: pa.DataType, target: pa.DataType):
     """Spark's ``CAST(value AS target)`` for one constant; ValueError where Spark (in ANSI mode)
     would fail: a malformed string, a value out of the target's range."""
-    if value is None or source == target or is_null(source):
+    if value is None or source == target or sqltypes.is_null(source):
         return value
-    if is_string(target):
+    if sqltypes.is_string(target):
         return _to_text(value, source)
-    if is_binary(target):
-        if is_string(source):
+    if sqltypes.is_binary(target):
+        if sqltypes.is_string(source):
             return value.encode("utf-8")
-        if is_binary(source):
+        if sqltypes.is_binary(source):
             return bytes(value)
-    elif is_boolean(target):
-        if is_string(source):
+    elif sqltypes.is_boolean(target):
+        if sqltypes.is_string(source):
             return parse_boolean(value)
-        if is_numeric(source):
+        if sqltypes.is_numeric(source):
             return value != 0
-    elif is_integral(target):
+    elif sqltypes.is_integral(target):
         number = _to_number(value, source)
         if isinstance(number, float) and not math.isfinite(number):
             raise ValueError(f"{_to_text(value, source)} is out of range for {describe(target)}")
@@ -244,32 +231,32 @@ def cast_value(value, source: pa.DataType, target: pa.DataType):
         if not lo <= result <= hi:
             raise ValueError(f"{_to_text(value, source)} is out of range for {describe(target)}")
         return result
-    elif is_floating(target):
+    elif sqltypes.is_floating(target):
         number = float(_to_number(value, source))
         if target.bit_width == 32:
             number = pa.scalar(number, pa.float32()).as_py()
         return number
-    elif is_decimal(target):
+    elif sqltypes.is_decimal(target):
         return _to_decimal(value, source, target)
-    elif is_date(target):
-        if is_string(source):
+    elif sqltypes.is_date(target):
+        if sqltypes.is_string(source):
             return parse_date(value)
-        if is_timestamp(source):
+        if sqltypes.is_timestamp(source):
             return value.date()
-        if is_date(source):
+        if sqltypes.is_date(source):
             return value
-    elif is_timestamp(target):
-        if is_string(source):
+    elif sqltypes.is_timestamp(target):
+        if sqltypes.is_string(source):
             return parse_timestamp(value)
-        if is_date(source):
+        if sqltypes.is_date(source):
             return dt.datetime(value.year, value.month, value.day)
-        if is_timestamp(source):
+        if sqltypes.is_timestamp(source):
             return value
     raise ValueError(f"cannot cast {describe(source)} to {describe(target)}")
 
 
 def _to_decimal(value, source: pa.DataType, target: pa.DataType) -> decimal.Decimal:
-    if is_string(source):
+    if sqltypes.is_string(source):
         number_literal(value)  # validates the text
         number = decimal.Decimal(value.strip())
     else:

@@ -166,7 +166,7 @@ def _nothing_to_do(kind: str, state: AcidState, write_ids: ValidWriteIdList) -> 
 
 def _object_plan(plan: CompactionPlan, scan: TableScan, path: str, rel: str, state: AcidState,
                  data_schema: pa.Schema, compression: str) -> DataObjectPlan:
-    storage = scan.storage
+    storage = scan.table.storage
     txn = plan.txn_id
     insert_only = plan.table_kind == INSERT_ONLY
     if plan.kind == MINOR:

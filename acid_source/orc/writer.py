@@ -306,12 +306,14 @@ class DeleteFileWriter:
     def _check(self, o: np.ndarray, b: np.ndarray, r: np.ndarray) -> None:
         _check_writer_ids(self.path, self.bucket_id, o, b, r)
         twice = first_duplicate(o, b, r)
+        first = (int(o[0]), int(b[0]), int(r[0]))
         if twice is not None:
-            raise InvalidArgumentError("row_ids", f"ROW__ID {twice} is given twice")
-        if self._last_key is not None and (int(o[0]), int(b[0]), int(r[0])) <= self._last_key:
-            raise InvalidArgumentError(
-                "row_ids", f"ROW__IDs must ascend from one write to the next: ({o[0]}, {b[0]}, {r[0]}) "
-                           f"follows {self._last_key}")
+            problem = f"ROW__ID {twice} is given twice"
+        elif self._last_key is not None and first <= self._last_key:
+            problem = f"ROW__IDs must ascend from one write to the next: {first} follows {self._last_key}"
+        else:
+            return
+        raise InvalidArgumentError("row_ids", problem)
 
     def _flush(self) -> None:
         if not self._pending:

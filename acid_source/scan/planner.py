@@ -17,14 +17,12 @@ from ..layout.names import FLUSH_LENGTH_SUFFIX, is_flush_length_file, is_hidden,
 from ..layout.table_dirs import (
     FULL_ACID,
     INSERT_ONLY,
-    TableLayout,
     acid_state_for,
     check_not_removing,
     convert_partition_value,
 )
-from ..layout.writeids import ValidTxnList, ValidWriteIdList
 from ..orc.files import OrcFile, read_flush_length
-from ..storage import FileEntry, Storage
+from ..storage import FileEntry
 from .resolved import ResolvedTable
 from .splits import BucketSplit, FileSlice, ReadContext
 from .visibility import needs_collapse
@@ -47,30 +45,10 @@ class TableScan:
             raise InvalidOptionError("includeRowId",
                                      f"{self.table.location} is an insert-only table: its rows have no ROW__ID")
 
-    @property
-    def storage(self) -> Storage:
-        return self.table.storage
-
-    @property
-    def layout(self) -> TableLayout:
-        return self.table.layout
-
-    @property
-    def write_ids(self) -> ValidWriteIdList:
-        return self.table.write_ids
-
-    @property
-    def txns(self) -> ValidTxnList:
-        return self.table.txns
-
-    @property
-    def table_kind(self) -> str:
-        return self.table.kind
-
     # --- schema -------------------------------------------------------------------------------
     def partition_fields(self, output_schema: pa.Schema) -> list[pa.Field]:
         fields = []
-        for name in self.layout.partition_columns:
+        for name in self.table.layout.partition_columns:
             idx = output_schema.get_field_index(name)
             if idx < 0:
                 idx = next((j for j, f in enumerate(output_schema) if f.name.lower() == name.lower()), -1)
@@ -136,8 +114,8 @@ class TableScan:
         chosen = self._partition_filter(output_schema, part_fields)
         data_preds = tuple(p for p in predicates if p.top_column is not None and p.top_column not in part_names)
         ctx = ReadContext(
-            storage=self.storage,
-            table_kind=self.table_kind,
+            storage=self.table.storage,
+            table_kind=self.table.kind,
             output_schema=output_schema,
             partition_columns=tuple(f.name for f in part_fields),
             include_row_id=self.include_row_id,
@@ -146,8 +124,8 @@ class TableScan:
         )
         prune = self._row_filter_on_partitions(output_schema, part_fields)
         splits: list[BucketSplit] = []
-        snapshot = str(self.write_ids)
-        for part in self.layout.partitions:
+        snapshot = str(self.table.write_ids)
+        for part in self.table.layout.partitions:
             values = tuple(convert_partition_value(raw, f.type) for raw, f in zip(part.raw_values, part_fields))
             if part_preds and not partition_matches(part_preds, dict(zip(part_names, values))):
                 continue
@@ -155,7 +133,7 @@ class TableScan:
                 continue
             if prune is not None and not partition_may_match(prune, part_fields, values):
                 continue
-            state = acid_state_for(self.layout, part, self.write_ids, self.txns)
+            state = acid_state_for(self.table.layout, part, self.table.write_ids, self.table.txns)
             buckets: dict[int, dict[str, list[FileSlice]]] = defaultdict(lambda: {"inserts": [], "deletes": []})
             for slice_ in self._original_slices(state.originals, part.path):
                 buckets[slice_.bucket_id]["inserts"].append(slice_)
@@ -176,9 +154,9 @@ class TableScan:
         earlier: dict[int, list[str]] = defaultdict(list)
         for entry in originals:
             bucket = parse_bucket_file(entry.name).bucket_id
-            if bucket < 0 and self.table_kind == FULL_ACID:
+            if bucket < 0 and self.table.kind == FULL_ACID:
                 raise CorruptFileError(
-                    self.storage.display(entry.path),
+                    self.table.storage.display(entry.path),
                     "a pre-ACID file of a full-ACID table must be named like 000000_0 (its bucket id)"
                 )
             slices.append(FileSlice(entry.path, bucket, "original", 0, 0, -1,
@@ -189,10 +167,10 @@ class TableScan:
     def _dir_slices(self, acid_dir: AcidDir) -> list[FileSlice]:
         p = acid_dir.parsed
         try:
-            entries = self.storage.list_dir(acid_dir.path)
+            entries = self.table.storage.list_dir(acid_dir.path)
         except FileNotFoundError:  # listed with the table, removed by the cleaner since
-            raise SnapshotFilesRemovedError(self.storage.display(acid_dir.path)) from None
-        check_not_removing(self.storage, acid_dir.path, entries)  # being deleted file by file (object stores)
+            raise SnapshotFilesRemovedError(self.table.storage.display(acid_dir.path)) from None
+        check_not_removing(self.table.storage, acid_dir.path, entries)  # being deleted file by file (object stores)
         names = {e.name for e in entries}
         streaming = p.kind == "delta" and p.min_write_id != p.max_write_id and p.visibility_txn_id == 0
         slices = []
@@ -200,14 +178,14 @@ class TableScan:
         for entry in entries:
             if entry.is_dir or is_hidden(entry.name) or is_flush_length_file(entry.name):
                 continue
-            self.storage.check_inside_root(entry.path)
+            self.table.storage.check_inside_root(entry.path)
             bucket = parse_bucket_file(entry.name).bucket_id
-            if bucket < 0 and self.table_kind == FULL_ACID:
-                raise CorruptFileError(self.storage.display(entry.path),
+            if bucket < 0 and self.table.kind == FULL_ACID:
+                raise CorruptFileError(self.table.storage.display(entry.path),
                                        "data file name carries no bucket id (expected bucket_N)")
             length = None
             if streaming and entry.name + FLUSH_LENGTH_SUFFIX in names:
-                length = read_flush_length(self.storage, entry.path + FLUSH_LENGTH_SUFFIX)
+                length = read_flush_length(self.table.storage, entry.path + FLUSH_LENGTH_SUFFIX)
                 if length <= 0:
                     continue  # nothing committed yet
             elif entry.size == 0:
@@ -228,7 +206,7 @@ class TableScan:
         sizes = {s.path: s.size for s in inserts}
         if sum(sizes.values()) <= limit:
             return [split(inserts)]
-        opened = {s.path: OrcFile(self.storage, s.path, s.length) for s in inserts}
+        opened = {s.path: OrcFile(self.table.storage, s.path, s.length) for s in inserts}
         if any(s.dir_kind == "delta" and needs_collapse(opened[s.path]) for s in inserts):
             return [split(inserts)]  # ACID v1 merge needs every delta event of the bucket
         result: list[BucketSplit] = []

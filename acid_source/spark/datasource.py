@@ -171,7 +171,7 @@ class AcidOrcPushdownReader(AcidOrcReader):
     """Also uses filters Spark pushes down: partition pruning and stripe skipping."""
 
     def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:
-        partition_columns = {c.lower() for c in self._scan().layout.partition_columns}
+        partition_columns = {c.lower() for c in self._scan().table.layout.partition_columns}
         for f in filters:
             pred = to_predicate(f)
             if pred is not None:

@@ -173,9 +173,12 @@ class AcidMergeBuilder:
         self._clauses: list = []
 
     def _add(self, when: str, action: str, condition: ExpressionOrColumn | None, values: ColumnMapping | None,
-             argument: str) -> "AcidMergeBuilder":
+             argument: str, *, missing: str | None = None) -> "AcidMergeBuilder":
+        """Add a clause; ``missing``: the error when ``values`` is None (a clause that needs them)."""
         from .dml import MergeClause, to_column
 
+        if values is None and missing is not None:
+            raise InvalidArgumentError(argument, missing)
         if condition is not None:
             to_column(condition, "condition")
         if values is not None and (not isinstance(values, Mapping) or not values):
@@ -185,32 +188,48 @@ class AcidMergeBuilder:
 
     def whenMatchedUpdate(self, condition: ExpressionOrColumn | None = None,
                           set: ColumnMapping | None = None) -> "AcidMergeBuilder":
-        if set is None:
-            raise InvalidArgumentError("set", "give the columns to update (or use whenMatchedUpdateAll)")
-        return self._add("matched", "update", condition, set, "set")
+        """Update matched target rows: ``set`` maps column -> SQL expression or Column (others keep their values).
+
+        >>> builder.whenMatchedUpdate("s.op = 'u'", {"amount": "s.amount"})  # doctest: +SKIP
+        """
+        return self._add("matched", "update", condition, set, "set",
+                         missing="give the columns to update (or use whenMatchedUpdateAll)")
 
     def whenMatchedUpdateAll(self, condition: ExpressionOrColumn | None = None) -> "AcidMergeBuilder":
+        """Update matched target rows from the source column of each target column's name (UPDATE SET *)."""
         return self._add("matched", "update", condition, None, "set")
 
     def whenMatchedDelete(self, condition: ExpressionOrColumn | None = None) -> "AcidMergeBuilder":
+        """Delete matched target rows (where ``condition`` holds, if given).
+
+        >>> builder.whenMatchedDelete("s.op = 'd'")  # doctest: +SKIP
+        """
         return self._add("matched", "delete", condition, None, "condition")
 
     def whenNotMatchedInsert(self, condition: ExpressionOrColumn | None = None,
                              values: ColumnMapping | None = None) -> "AcidMergeBuilder":
-        if values is None:
-            raise InvalidArgumentError("values", "give the values to insert (or use whenNotMatchedInsertAll)")
-        return self._add("not_matched", "insert", condition, values, "values")
+        """Insert source rows no target row matches: ``values`` maps column -> expression (others NULL).
+
+        >>> builder.whenNotMatchedInsert(values={"id": "s.id", "amount": "s.amount"})  # doctest: +SKIP
+        """
+        return self._add("not_matched", "insert", condition, values, "values",
+                         missing="give the values to insert (or use whenNotMatchedInsertAll)")
 
     def whenNotMatchedInsertAll(self, condition: ExpressionOrColumn | None = None) -> "AcidMergeBuilder":
+        """Insert source rows no target row matches, every column from the source column of its name."""
         return self._add("not_matched", "insert", condition, None, "values")
 
     def whenNotMatchedBySourceUpdate(self, condition: ExpressionOrColumn | None = None,
                                      set: ColumnMapping | None = None) -> "AcidMergeBuilder":
-        if set is None:
-            raise InvalidArgumentError("set", "give the columns to update")
-        return self._add("not_matched_by_source", "update", condition, set, "set")
+        """Update target rows no source row matches: ``set`` maps column -> expression."""
+        return self._add("not_matched_by_source", "update", condition, set, "set",
+                         missing="give the columns to update")
 
     def whenNotMatchedBySourceDelete(self, condition: ExpressionOrColumn | None = None) -> "AcidMergeBuilder":
+        """Delete target rows no source row matches.
+
+        >>> builder.whenNotMatchedBySourceDelete("t.day < '2026-01-01'")  # doctest: +SKIP
+        """
         return self._add("not_matched_by_source", "delete", condition, None, "condition")
 
     def execute(self) -> dict:
