@@ -18,12 +18,13 @@ Which writes count as committed:
 from __future__ import annotations
 
 from .completeness import listed_snapshot, missing_data_error
-from .errors import InvalidOptionError, NotAnAcidTableError, NotEnoughHistoryError
+from .errors import InvalidOptionError, NotAnAcidTableError, NotEnoughHistoryError, TableNotRegisteredError
 from .layout.names import is_hidden, parse_dir_name
 from .layout.table_dirs import FULL_ACID, INSERT_ONLY, acid_state_for, data_files, discover_layout, has_acid_layout
 from .layout.writeids import ValidTxnList, ValidWriteIdList
 from .metastore import Metastore
 from .metastore.engine import check_shareable, sqlite_store_missing
+from .metastore.tableinfo import TableInfo
 from .options import ReadSpec
 from .scan.discovery import detect_table_kind
 from .scan.resolved import ResolvedTable, SnapshotSpec
@@ -40,6 +41,18 @@ def open_store(url: str | None) -> Metastore | None:
     if sqlite_store_missing(None):
         return None
     return Metastore(None)
+
+
+def registered_table(location: str, metastore_url: str | None, why: str) -> tuple[Metastore, TableInfo]:
+    """The store and its record of the table at ``location``, for work only a registered table
+    allows (writes, DML, compaction, history); :class:`TableNotRegisteredError` otherwise, its
+    message ending with ``why``."""
+    store = open_store(metastore_url)
+    info = store.find_table(location) if store is not None else None
+    if store is None or info is None:
+        raise TableNotRegisteredError(f"{location} is not registered in the acidorc transaction store{why}",
+                                      location=location)
+    return store, info
 
 
 def _narrowed(given: ValidWriteIdList, store: ValidWriteIdList) -> ValidWriteIdList:

@@ -32,7 +32,7 @@ from .options import (
     parse_timestamp,
     parse_version,
 )
-from .resolve import open_store, resolve_table
+from .resolve import open_store, registered_table, resolve_table
 from .scan.planner import TableScan
 from .scan.reader import read_split
 from .scan.resolved import ResolvedTable, SnapshotSpec
@@ -226,12 +226,9 @@ class AcidTable:
         static = None if partition is None else _static_partition(partition)
         # the store alone says whether acidorc writes the table: no listing of storage (a write
         # does not read the table, and an overwrite replaces data objects storage lost)
-        store = open_store(self._metastore_url)
-        info = store.find_table(self.location) if store is not None else None
-        if info is None:
-            raise TableNotRegisteredError(
-                f"{self.location} is not registered in the transaction store; acidorc writes only tables "
-                "whose write ids it allocates (create one with acid_source.create_table)", location=self.location)
+        _, info = registered_table(self.location, self._metastore_url,
+                                   "; acidorc writes only tables whose write ids it allocates (create one with "
+                                   "acid_source.create_table)")
         spec = WriteSpec(path=info.location, metastore_url=self._metastore_url, partition=static,
                          storage_options=self._storage_options)
         return stage_write(spec, overwrite=mode == "overwrite", data_schema=data_schema, heartbeat="thread")
@@ -362,12 +359,7 @@ class AcidTable:
             raise InvalidArgumentError("limit", f"expected None or an integer >= 0, got {limit!r}")
         # the store alone keeps the history: no listing of storage (cheap on object stores, and
         # the history of a table whose storage lost data can still be read)
-        store = open_store(self._metastore_url)
-        info = store.find_table(self.location) if store is not None else None
-        if store is None or info is None:
-            raise TableNotRegisteredError(
-                f"{self.location} is not registered in the transaction store, which keeps the history",
-                location=self.location)
+        store, info = registered_table(self.location, self._metastore_url, ", which keeps the history")
         return [
             {
                 "version": h["write_id"],

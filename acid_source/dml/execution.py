@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..commit import after_commit, record_results, touched_partitions
-from ..errors import InvalidArgumentError, TableNotRegisteredError, UnsupportedOperationError
+from ..errors import InvalidArgumentError, UnsupportedOperationError
 from ..faults import pause_point
 from ..layout.table_dirs import convert_partition_value
-from ..resolve import open_store, resolve_table
+from ..resolve import registered_table, resolve_table
 from ..scan.resolved import ResolvedTable
 from ..txn import Transaction
 from ..write.task import TaskResult
@@ -63,13 +63,9 @@ def run_dml(target: DmlTarget, operation: str, produce: Producer, *,
             merge_condition: str | None = None, repeated_deletes: bool = False,
             compaction_runner: Callable | None = None) -> dict[str, Any]:
     """Run one DML statement on ``target`` and return its metrics."""
-    store = open_store(target.metastore_url)
-    info = store.find_table(target.location) if store is not None else None
-    if store is None or info is None:
-        raise TableNotRegisteredError(
-            f"{target.location} is not registered in the acidorc transaction store, which must allocate the "
-            f"write id of a {operation.upper()} (tables written by other engines are read-only here)",
-            location=target.location)
+    store, info = registered_table(target.location, target.metastore_url,
+                                   f", which must allocate the write id of a {operation.upper()} (tables written by "
+                                   "other engines are read-only here)")
     if info.insert_only:
         raise UnsupportedOperationError(operation.upper(), f"{info.location} is an insert-only table; as in Hive, "
                                         "its rows have no ROW__ID and cannot be updated or deleted")

@@ -27,9 +27,8 @@ from typing import Any, Callable, Collection, Mapping
 
 from ..commit import COMPACTION, after_commit, record_results
 from ..completeness import check_inputs, listed_snapshot, missing_data_error
-from ..errors import TableNotRegisteredError
 from ..layout.table_dirs import FULL_ACID, INSERT_ONLY
-from ..resolve import open_store
+from ..resolve import registered_table
 from ..scan.resolved import ResolvedTable
 from ..storage import Storage
 from ..txn import Transaction
@@ -53,12 +52,8 @@ def compact_table(location: str, kind: str, *, partition_filter: str | None = No
     its write ids are not ours to reason about."""
     kind = compaction_kind(kind)
     options = tuple(sorted(storage_options.items())) if isinstance(storage_options, Mapping) else tuple(storage_options)
-    store = open_store(metastore_url)
-    info = store.find_table(location) if store is not None else None
-    if store is None or info is None:
-        raise TableNotRegisteredError(
-            f"{location} is not registered in the acidorc transaction store; acidorc compacts only tables whose "
-            "write ids it allocates (Hive's own compactor compacts Hive's tables)", location=location)
+    store, info = registered_table(location, metastore_url, "; acidorc compacts only tables whose write ids it "
+                                   "allocates (Hive's own compactor compacts Hive's tables)")
     with Transaction.begin(store, description=f"{kind} compaction {info.location}", heartbeat="thread") as txn:
         storage = Storage(info.location, options)
         # the snapshot after the open (T is open in it), then the listing, proven complete
