@@ -39,7 +39,7 @@ EXECUTOR_SIDE = ("scan.reader", "scan.visibility", "scan.splits", "write.task", 
                  "settings")
 DRIVER_SIDE = ("metastore.**", "txn", "resolve", "writes", "table", "tables", "heartbeat", "completeness",
                "scan.planner", "maintenance.compactor", "maintenance.initiator", "maintenance.cleaner",
-               "dml.execution")
+               "dml.execution", "dml.row_conflicts", "commit", "maintenance.auto_compact")
 DRIVER_SIDE_EXTERNAL = ("sqlalchemy", "sqlglot")
 
 # what each low layer may import from its own package (relative names; "x.**" is x and below)
