@@ -47,6 +47,13 @@ def rel_path(path: Path) -> str:
         return str(path)
 
 
+def data_files(path: Path | str) -> list[Path]:
+    """The files a write left under ``path``: Spark's and acidorc's markers (``_*``, ``.*``)
+    and Hadoop's ``.crc`` checksums aside."""
+    return [f for f in Path(path).rglob("*") if f.is_file() and not f.name.startswith(("_", "."))
+            and not f.name.endswith(".crc")]
+
+
 # --- the machine --------------------------------------------------------------------------------------
 def spark_version() -> str:
     import pyspark

@@ -364,213 +364,281 @@ def main(argv=None) -> int:
 
 
 def run(args, ops: list[str], engines: list[str], stamp: str, work: Path) -> int:
-    from pyspark.sql import functions as F
-
-    from acid_source.table import AcidTable
-
     t_start = time.perf_counter()
-    log(f"work dir {work}, metastore {os.environ['ACIDORC_METASTORE_URL']}")
-    t0 = time.perf_counter()
-    expected = expectations(args.rows, args.merge_rows)
-    log(f"expected results computed with numpy ({time.perf_counter() - t0:.1f}s): DELETE removes "
-        f"{expected['delete']['changed']['numDeletedRows']:,} rows, UPDATE changes "
-        f"{expected['update']['changed']['numUpdatedRows']:,}, MERGE updates "
-        f"{expected['merge']['changed']['numUpdatedRows']:,} and inserts "
-        f"{expected['merge']['changed']['numInsertedRows']:,}")
+    bench = DmlRun(args, ops, engines, work)
+    bench.build_native_table()
+    bench.build_acid_table()
+    bench.build_merge_source()
+    bench.define_scenarios()
+    bench.warm_up_and_verify()
+    bench.timed_runs()
+    bench.profile_engine_free_paths(stamp)
+    bc.stop_spark(bench.spark)
+    report = bc.print_report(report_lines(bench, stamp, t_start))
+    bc.write_results(args.results_dir, "dml", stamp,
+                     bc.machine_info(args.driver_memory, bench.loads, bench.contention), result_record(bench, report))
+    return 0
 
-    spark = bc.start_spark("acidorc-dml-benchmark", args.driver_memory, work / "spark-warehouse")
-    native_codec = spark.conf.get("spark.sql.orc.compression.codec")
+
+class DmlRun:
+    """One run's tables, Spark session, scenarios and measurements; its methods are the run's
+    phases, in the order ``run`` calls them."""
+
+    def __init__(self, args, ops: list[str], engines: list[str], work: Path):
+        self.args, self.ops, self.engines, self.work = args, ops, engines, work
+        log(f"work dir {work}, metastore {os.environ['ACIDORC_METASTORE_URL']}")
+        t0 = time.perf_counter()
+        expected = self.expected = expectations(args.rows, args.merge_rows)
+        log(f"expected results computed with numpy ({time.perf_counter() - t0:.1f}s): DELETE removes "
+            f"{expected['delete']['changed']['numDeletedRows']:,} rows, UPDATE changes "
+            f"{expected['update']['changed']['numUpdatedRows']:,}, MERGE updates "
+            f"{expected['merge']['changed']['numUpdatedRows']:,} and inserts "
+            f"{expected['merge']['changed']['numInsertedRows']:,}")
+        self.spark = bc.start_spark("acidorc-dml-benchmark", args.driver_memory, work / "spark-warehouse")
+        self.native_codec = self.spark.conf.get("spark.sql.orc.compression.codec")
+        self.counter = 0
+        self.meter = DmlMeter(self.spark)
+        self.outputs: dict = {}
+        self.verification: dict = {}
 
     # 1. the native table (plain ORC, cached), the pristine acidorc table, the MERGE source
-    t0 = time.perf_counter()
-    plain, manifest = ensure_plain(spark, args.rows, args.tasks, args.data_dir, work)
-    log(f"native table {plain}: {len(manifest['files'])} files, {manifest['bytes'] / 2**20:.0f} MiB "
-        f"({'cached' if manifest['cached'] else f'built in {time.perf_counter() - t0:.1f}s'})")
-    native_fp = fingerprint(spark.read.orc(str(plain)))
-    if _same(native_fp, expected["table"]):
-        raise SystemExit(f"the plain copy holds {native_fp}, expected {expected['table']}")
+    def build_native_table(self) -> None:
+        args = self.args
+        t0 = time.perf_counter()
+        self.plain, manifest = ensure_plain(self.spark, args.rows, args.tasks, args.data_dir, self.work)
+        self.manifest = manifest
+        log(f"native table {self.plain}: {len(manifest['files'])} files, {manifest['bytes'] / 2**20:.0f} MiB "
+            f"({'cached' if manifest['cached'] else f'built in {time.perf_counter() - t0:.1f}s'})")
+        self.native_fp = fingerprint(self.spark.read.orc(str(self.plain)))
+        if _same(self.native_fp, self.expected["table"]):
+            raise SystemExit(f"the plain copy holds {self.native_fp}, expected {self.expected['table']}")
 
-    pristine = work / "pristine"
-    t0 = time.perf_counter()
-    acid_source.create_table(str(pristine), ARROW_SCHEMA, compression=args.compression)
-    spark.read.orc(str(plain)).write.format("acidorc").mode("append").save(str(pristine))
-    build_s = time.perf_counter() - t0
-    layout = sorted(str(f.relative_to(pristine)) for f in pristine.rglob("*") if f.is_file())
-    if {p.split("/")[0] for p in layout} != {"delta_0000001_0000001_0000"}:
-        raise SystemExit(f"the pristine table should hold one insert delta of write id 1, holds {layout}")
-    acid_bytes = sum((pristine / f).stat().st_size for f in layout)
-    acid_files = [f for f in layout if "/bucket_" in f]
-    log(f"acidorc table (Spark append, {args.compression}): {len(acid_files)} bucket files, "
-        f"{acid_bytes / 2**20:.0f} MiB ({build_s:.1f}s)")
-    probe = work / "clone-check"
-    clone_table(pristine, probe, args.compression)
-    acid_fp = fingerprint(spark.read.format("acidorc").load(str(probe)))
-    if acid_fp != native_fp:
-        raise SystemExit(f"a clone of the acidorc table reads {acid_fp}, the native table {native_fp}")
-    shutil.rmtree(probe)
-    log("verified: the acidorc table (through a clone) and the native table hold the same rows (hash of all columns)")
+    def build_acid_table(self) -> None:
+        args, spark, work = self.args, self.spark, self.work
+        pristine = self.pristine = work / "pristine"
+        t0 = time.perf_counter()
+        acid_source.create_table(str(pristine), ARROW_SCHEMA, compression=args.compression)
+        spark.read.orc(str(self.plain)).write.format("acidorc").mode("append").save(str(pristine))
+        self.build_s = time.perf_counter() - t0
+        layout = self.layout = sorted(str(f.relative_to(pristine)) for f in pristine.rglob("*") if f.is_file())
+        if {p.split("/")[0] for p in layout} != {"delta_0000001_0000001_0000"}:
+            raise SystemExit(f"the pristine table should hold one insert delta of write id 1, holds {layout}")
+        self.acid_bytes = sum((pristine / f).stat().st_size for f in layout)
+        self.acid_files = [f for f in layout if "/bucket_" in f]
+        log(f"acidorc table (Spark append, {args.compression}): {len(self.acid_files)} bucket files, "
+            f"{self.acid_bytes / 2**20:.0f} MiB ({self.build_s:.1f}s)")
+        probe = work / "clone-check"
+        clone_table(pristine, probe, args.compression)
+        acid_fp = fingerprint(spark.read.format("acidorc").load(str(probe)))
+        if acid_fp != self.native_fp:
+            raise SystemExit(f"a clone of the acidorc table reads {acid_fp}, the native table {self.native_fp}")
+        shutil.rmtree(probe)
+        log("verified: the acidorc table (through a clone) and the native table hold the same rows "
+            "(hash of all columns)")
 
-    staging = work / "staging-source"
-    write_staging(staging, [source_ids(args.rows, args.merge_rows)], value_salt=VALUE_SALT)
-    source = spark.read.orc(str(staging)).cache()
-    source_rows = source.count()
-    log(f"MERGE source: {source_rows:,} rows, cached ({expected['merge']['changed']['numUpdatedRows']:,} match)")
+    def build_merge_source(self) -> None:
+        args = self.args
+        staging = self.work / "staging-source"
+        write_staging(staging, [source_ids(args.rows, args.merge_rows)], value_salt=VALUE_SALT)
+        self.source = self.spark.read.orc(str(staging)).cache()
+        source_rows = self.source.count()
+        log(f"MERGE source: {source_rows:,} rows, cached "
+            f"({self.expected['merge']['changed']['numUpdatedRows']:,} match)")
 
     # 2. the scenarios
-    counter = {"n": 0}
+    def fresh(self, name: str) -> Path:
+        self.counter += 1
+        return self.work / f"{self.counter:03d}-{name}"
 
-    def fresh(name: str) -> Path:
-        counter["n"] += 1
-        return work / f"{counter['n']:03d}-{name}"
+    def acid_df(self, p):
+        return self.spark.read.format("acidorc").load(str(p))
 
-    def acid_df(p):
-        return spark.read.format("acidorc").load(str(p))
+    def native_df(self, p):
+        return self.spark.read.orc(str(p))
 
-    def native_df(p):
-        return spark.read.orc(str(p))
+    def native_delete(self, out):
+        from pyspark.sql import functions as F
 
-    def native_delete(out):
         cond = F.expr(DELETE_CONDITION)
-        spark.read.orc(str(plain)).where(~cond | cond.isNull()).write.orc(str(out))
+        self.spark.read.orc(str(self.plain)).where(~cond | cond.isNull()).write.orc(str(out))
 
-    def native_update(out):
+    def native_update(self, out):
+        from pyspark.sql import functions as F
+
         cond = F.expr(UPDATE_CONDITION)
-        t = spark.read.orc(str(plain))
+        t = self.spark.read.orc(str(self.plain))
         sets = {c: F.expr(e).cast(t.schema[c].dataType) for c, e in UPDATE_SET.items()}
         t.select(*[F.when(cond, sets[c]).otherwise(F.col(c)).alias(c) if c in sets else F.col(c)
                    for c in t.columns]).write.orc(str(out))
 
-    def native_merge(out):
-        t, s = spark.read.orc(str(plain)).alias("t"), source.alias("s")
+    def native_merge(self, out):
+        from pyspark.sql import functions as F
+
+        t, s = self.spark.read.orc(str(self.plain)).alias("t"), self.source.alias("s")
         j = t.join(s, F.col("t.id") == F.col("s.id"), "full_outer")
         hit = F.col("s.id").isNotNull()
         j.select(*[F.when(hit, F.col(f"s.{c}")).otherwise(F.col(f"t.{c}")).alias(c) for c in COLUMNS]) \
             .write.orc(str(out))
 
-    def spark_merge(p):
-        return (AcidTable.forPath(spark, str(p)).alias("t").merge(source.alias("s"), MERGE_CONDITION)
+    def spark_merge(self, p):
+        from acid_source.table import AcidTable
+
+        return (AcidTable.forPath(self.spark, str(p)).alias("t").merge(self.source.alias("s"), MERGE_CONDITION)
                 .whenMatchedUpdateAll().whenNotMatchedInsertAll().execute())
 
-    available = {
-        ("delete", "spark"): ("acidorc AcidTable.forPath(spark).delete",
-                              lambda p: AcidTable.forPath(spark, str(p)).delete(DELETE_CONDITION)),
-        ("delete", "python"): ("acidorc engine-free AcidTable.load().delete",
-                               lambda p: AcidTable.load(str(p)).delete(DELETE_CONDITION)),
-        ("delete", "native"): ("native rewrite: read + filter + write", native_delete),
-        ("update", "spark"): ("acidorc AcidTable.forPath(spark).update",
-                              lambda p: AcidTable.forPath(spark, str(p)).update(UPDATE_CONDITION, UPDATE_SET)),
-        ("update", "python"): ("acidorc engine-free AcidTable.load().update",
-                               lambda p: AcidTable.load(str(p)).update(UPDATE_CONDITION, UPDATE_SET)),
-        ("update", "native"): ("native rewrite: read + when() + write", native_update),
-        ("merge", "spark"): ("acidorc merge ... whenMatchedUpdateAll().whenNotMatchedInsertAll()", spark_merge),
-        ("merge", "native"): ("native rewrite: read + full outer join + write", native_merge),
-    }
-    scenarios = {}
-    for op in ops:
-        for engine in engines:
-            if (op, engine) in available:
-                label, fn = available[(op, engine)]
-                native = engine == "native"
-                scenarios[(op, engine)] = Scenario(op, engine, label, fn, native_df if native else acid_df,
-                                                   acid=not native)
+    def define_scenarios(self) -> None:
+        from acid_source.table import AcidTable
 
-    def prepare(sc: Scenario) -> Path:
-        path = fresh(f"{sc.op}-{sc.engine}")
+        spark = self.spark
+        available = {
+            ("delete", "spark"): ("acidorc AcidTable.forPath(spark).delete",
+                                  lambda p: AcidTable.forPath(spark, str(p)).delete(DELETE_CONDITION)),
+            ("delete", "python"): ("acidorc engine-free AcidTable.load().delete",
+                                   lambda p: AcidTable.load(str(p)).delete(DELETE_CONDITION)),
+            ("delete", "native"): ("native rewrite: read + filter + write", self.native_delete),
+            ("update", "spark"): ("acidorc AcidTable.forPath(spark).update",
+                                  lambda p: AcidTable.forPath(spark, str(p)).update(UPDATE_CONDITION, UPDATE_SET)),
+            ("update", "python"): ("acidorc engine-free AcidTable.load().update",
+                                   lambda p: AcidTable.load(str(p)).update(UPDATE_CONDITION, UPDATE_SET)),
+            ("update", "native"): ("native rewrite: read + when() + write", self.native_update),
+            ("merge", "spark"): ("acidorc merge ... whenMatchedUpdateAll().whenNotMatchedInsertAll()",
+                                 self.spark_merge),
+            ("merge", "native"): ("native rewrite: read + full outer join + write", self.native_merge),
+        }
+        self.scenarios = {}
+        for op in self.ops:
+            for engine in self.engines:
+                if (op, engine) in available:
+                    label, fn = available[(op, engine)]
+                    native = engine == "native"
+                    self.scenarios[(op, engine)] = Scenario(op, engine, label, fn,
+                                                            self.native_df if native else self.acid_df,
+                                                            acid=not native)
+
+    def prepare(self, sc: Scenario) -> Path:
+        path = self.fresh(f"{sc.op}-{sc.engine}")
         if sc.acid:
-            clone_table(pristine, path, args.compression)
+            clone_table(self.pristine, path, self.args.compression)
         return path
 
-    def check_metrics(sc: Scenario, metrics) -> list[str]:
+    def check_metrics(self, sc: Scenario, metrics) -> list[str]:
         if not sc.acid:
             return []
-        return [k for k, v in expected[sc.op]["changed"].items() if metrics.get(k) != v]
-
-    meter = DmlMeter(spark)
-    outputs: dict = {}
-    verification: dict = {}
+        return [k for k, v in self.expected[sc.op]["changed"].items() if metrics.get(k) != v]
 
     # 3. warm-up of each scenario, fully verified
-    for key, sc in scenarios.items():
-        path = prepare(sc)
-        r = meter.run(lambda: sc.run(path))
-        fp = fingerprint(sc.result(path))
-        problems = _same(fp, expected[sc.op]) + check_metrics(sc, r["result"] or {})
-        verification[f"{sc.op}/{sc.engine}"] = {**fp, "metrics": r["result"]}
-        if problems:
-            raise SystemExit(f"{sc.op}/{sc.engine}: result differs from the expected in {problems}: {fp}, "
-                             f"metrics {r['result']}; expected {expected[sc.op]}")
-        files = [f for f in path.rglob("*") if f.is_file() and not f.name.startswith(("_", "."))
-                 and not f.name.endswith(".crc")]
-        outputs[key] = {"files_after": len(files), "bytes_after": sum(f.stat().st_size for f in files)}
-        log(f"  warm-up {sc.op} / {sc.engine}: {r['wall']:.2f}s, verified (count, sum(id), sum(price), "
-            f"'updated' rows" + (", DML metrics" if sc.acid else "") + ")")
-        shutil.rmtree(path, ignore_errors=True)
-    for op in ops:  # every engine must leave the very same rows
-        hashes = {k: v["hash"] for k, v in verification.items() if k.startswith(op + "/")}
-        if len(set(hashes.values())) != 1:
-            raise SystemExit(f"{op}: the engines' results differ in their hash of all columns: {hashes}")
-    log("verified: per statement, every engine leaves the same rows (hash of all columns), and count, sum(id), "
-        "sum(price) and the changed rows match numpy's expectation")
+    def warm_up_and_verify(self) -> None:
+        expected = self.expected
+        for key, sc in self.scenarios.items():
+            path = self.prepare(sc)
+            r = self.meter.run(lambda: sc.run(path))
+            fp = fingerprint(sc.result(path))
+            problems = _same(fp, expected[sc.op]) + self.check_metrics(sc, r["result"] or {})
+            self.verification[f"{sc.op}/{sc.engine}"] = {**fp, "metrics": r["result"]}
+            if problems:
+                raise SystemExit(f"{sc.op}/{sc.engine}: result differs from the expected in {problems}: {fp}, "
+                                 f"metrics {r['result']}; expected {expected[sc.op]}")
+            files = bc.data_files(path)
+            self.outputs[key] = {"files_after": len(files), "bytes_after": sum(f.stat().st_size for f in files)}
+            log(f"  warm-up {sc.op} / {sc.engine}: {r['wall']:.2f}s, verified (count, sum(id), sum(price), "
+                f"'updated' rows" + (", DML metrics" if sc.acid else "") + ")")
+            shutil.rmtree(path, ignore_errors=True)
+        for op in self.ops:  # every engine must leave the very same rows
+            hashes = {k: v["hash"] for k, v in self.verification.items() if k.startswith(op + "/")}
+            if len(set(hashes.values())) != 1:
+                raise SystemExit(f"{op}: the engines' results differ in their hash of all columns: {hashes}")
+        log("verified: per statement, every engine leaves the same rows (hash of all columns), and count, "
+            "sum(id), sum(price) and the changed rows match numpy's expectation")
 
     # 4. timed runs, round-robin so that drifting machine load hits every scenario alike
-    def timed_run(key, rep: int) -> dict:
-        sc = scenarios[key]
-        path = prepare(sc)
-        r = meter.run(lambda: sc.run(path))
+    def timed_run(self, key, rep: int) -> dict:
+        sc = self.scenarios[key]
+        path = self.prepare(sc)
+        r = self.meter.run(lambda: sc.run(path))
         check = quick_check(sc.result(path))
-        want = {k: expected[sc.op][k] for k in ("rows", "sum_id")}
-        if check != want or check_metrics(sc, r["result"] or {}):
+        want = {k: self.expected[sc.op][k] for k in ("rows", "sum_id")}
+        if check != want or self.check_metrics(sc, r["result"] or {}):
             raise SystemExit(f"{sc.op}/{sc.engine} run {rep + 1}: read back {check}, metrics {r['result']}")
         shutil.rmtree(path, ignore_errors=True)
         return r
 
-    runs, loads, contention = bc.round_robin(scenarios, args.repeat, timed_run, meter, name=lambda k: f"{k[0]}/{k[1]}")
-    for key, sc in scenarios.items():
-        sc.runs = runs[key]
+    def timed_runs(self) -> None:
+        scenarios = self.scenarios
+        runs, self.loads, self.contention = bc.round_robin(scenarios, self.args.repeat, self.timed_run, self.meter,
+                                                           name=lambda k: f"{k[0]}/{k[1]}")
+        for key, sc in scenarios.items():
+            sc.runs = runs[key]
+        self.median = {k: bc.median(r["wall"] for r in sc.runs) for k, sc in scenarios.items()}
+        cpu_medians = bc.cpu_medians(runs, ("jvm", "py", "driver"))
+        self.cpu_total = {k: cpu_medians.get(k) for k in scenarios}
+        spark_delete = ("delete", "spark")
+        self.delete_ratio = self.ratio(spark_delete) if spark_delete in scenarios else None
 
-    median = {k: bc.median(r["wall"] for r in sc.runs) for k, sc in scenarios.items()}
-    cpu_medians = bc.cpu_medians(runs, ("jvm", "py", "driver"))
-    cpu_total = {k: cpu_medians.get(k) for k in scenarios}
-
-    def ratio(key):
+    def ratio(self, key):
         ref = (key[0], "native")
-        return median[key] / median[ref] if ref in median and key != ref else None
+        return self.median[key] / self.median[ref] if ref in self.median and key != ref else None
 
-    def cpu_ratio(key):
+    def cpu_ratio(self, key):
         ref = (key[0], "native")
+        cpu_total = self.cpu_total
         if key == ref or cpu_total.get(key) is None or cpu_total.get(ref) is None:
             return None
         return sum(cpu_total[key]) / max(1e-9, sum(cpu_total[ref]))
 
-    # the run whose wall time is the median, for its stages
-    def median_run(sc):
-        return sorted(sc.runs, key=lambda r: r["wall"])[len(sc.runs) // 2]
-
-    spark_delete = ("delete", "spark")
-    delete_ratio = ratio(spark_delete) if spark_delete in scenarios else None
-
     # 5. profile of the engine-free path, in this process, Spark idle
-    profiles = []
-    want_profile = args.profile == "always" or (args.profile == "auto" and delete_ratio is not None
-                                                and delete_ratio > TARGET_DELETE_RATIO)
-    if want_profile:
+    def profile_engine_free_paths(self, stamp: str) -> None:
+        args = self.args
+        self.profiles = []
+        delete_ratio = self.delete_ratio
+        want_profile = args.profile == "always" or (args.profile == "auto" and delete_ratio is not None
+                                                    and delete_ratio > TARGET_DELETE_RATIO)
+        if not want_profile:
+            return
         args.results_dir.mkdir(parents=True, exist_ok=True)
         for op in ("delete", "update"):
-            if op in ops:
-                path = fresh(f"profile-{op}")
-                clone_table(pristine, path, args.compression)
+            if op in self.ops:
+                path = self.fresh(f"profile-{op}")
+                clone_table(self.pristine, path, args.compression)
                 log(f"profiling the engine-free {op.upper()} (cProfile) ...")
-                profiles.append(profile_engine_free(op, path, args.results_dir, stamp))
+                self.profiles.append(profile_engine_free(op, path, args.results_dir, stamp))
                 shutil.rmtree(path, ignore_errors=True)
-    bc.stop_spark(spark)
 
-    # 6. report
+
+def median_run(sc: Scenario) -> dict:
+    """The run whose wall time is the median, for its stages."""
+    return sorted(sc.runs, key=lambda r: r["wall"])[len(sc.runs) // 2]
+
+
+# --- 6. report ------------------------------------------------------------------------------------------
+def report_lines(bench: DmlRun, stamp: str, t_start: float) -> list[str]:
+    lines = scenario_table_lines(bench, stamp) + [""] + ratio_lines(bench)
+    lines.append("")
+    lines.append("where the time goes: the Spark stages of each statement's median run (Spark's status store)")
+    for sc in bench.scenarios.values():
+        m = median_run(sc)
+        extra = ""
+        if sc.acid and isinstance(m["result"], dict):
+            added = m["result"]
+            extra = f"; {added.get('numFilesAdded')} files, {added.get('numBytesAdded', 0) / 2**20:.1f} MiB added"
+        lines.append(f"  {sc.op.upper()} {sc.engine} ({m['wall']:.2f}s{extra})")
+        lines.extend(phase_lines(m))
+    for p in bench.profiles:
+        lines.append("")
+        lines.append(f"where the {p['label']} spends its time (cProfile, in-process, 1 thread: "
+                     f"{p['seconds_under_profiler']:.2f}s; {p['profile_file']}):")
+        lines.extend(bc.stage_lines(p))
+    lines.append(f"(whole run {time.perf_counter() - t_start:.0f}s)")
+    return lines
+
+
+def scenario_table_lines(bench: DmlRun, stamp: str) -> list[str]:
+    args, expected, manifest = bench.args, bench.expected, bench.manifest
     lines = [
         bc.header_line("DML", stamp),
         f"table: {args.rows:,} rows (id bigint, name string, amount double, day date, price decimal(12,2)), "
-        f"unpartitioned; acidorc: one insert delta, {len(acid_files)} bucket files ({args.compression}, "
-        f"{acid_bytes / 2**20:.0f} MiB); native: plain ORC written by Spark, {len(manifest['files'])} files "
-        f"({native_codec}, {manifest['bytes'] / 2**20:.0f} MiB)",
+        f"unpartitioned; acidorc: one insert delta, {len(bench.acid_files)} bucket files ({args.compression}, "
+        f"{bench.acid_bytes / 2**20:.0f} MiB); native: plain ORC written by Spark, {len(manifest['files'])} files "
+        f"({bench.native_codec}, {manifest['bytes'] / 2**20:.0f} MiB)",
         f"DELETE WHERE {DELETE_CONDITION} ({expected['delete']['changed']['numDeletedRows']:,} rows); "
         f"UPDATE SET {', '.join(f'{k} = {v}' for k, v in UPDATE_SET.items())} WHERE {UPDATE_CONDITION} "
         f"({expected['update']['changed']['numUpdatedRows']:,} rows); MERGE of {args.merge_rows:,} source rows ON id "
@@ -579,70 +647,65 @@ def run(args, ops: list[str], engines: list[str], stamp: str, work: Path) -> int
         "",
         f"{'':<8}{'scenario':<70}{'median s':>9}{'vs native':>10}{'CPU s jvm+py+drv':>19}   runs (s)",
     ]
-    for key, sc in scenarios.items():
-        c = cpu_total[key]
+    for key, sc in bench.scenarios.items():
+        c = bench.cpu_total[key]
         cpu_text = f"{c[0]:.1f}+{c[1]:.1f}+{c[2]:.1f}" if c else "n/a"
-        r = ratio(key)
-        lines.append(f"{sc.op.upper():<8}{sc.label:<70}{median[key]:>9.2f}"
+        r = bench.ratio(key)
+        lines.append(f"{sc.op.upper():<8}{sc.label:<70}{bench.median[key]:>9.2f}"
                      + (f"{r:>9.2f}x" if r else f"{'1.00x':>10}") + f"{cpu_text:>19}   "
                      + " ".join(f"{x['wall']:.2f}" for x in sc.runs))
-    lines.append("")
-    for key in scenarios:
+    return lines
+
+
+def ratio_lines(bench: DmlRun) -> list[str]:
+    lines = []
+    for key in bench.scenarios:
         if key[1] == "native":
             continue
-        r, cr = ratio(key), cpu_ratio(key)
+        r, cr = bench.ratio(key), bench.cpu_ratio(key)
         target = f", target <= {TARGET_DELETE_RATIO}: {'MET' if r <= TARGET_DELETE_RATIO else 'NOT MET'}" \
-            if key == spark_delete else ""
+            if key == ("delete", "spark") else ""
         lines.append(f"ratio {key[0].upper()} {key[1]:<6} acidorc/native (median wall) = {r:.2f}{target}"
                      + (f"; CPU-seconds ratio {cr:.2f}" if cr else ""))
-    if contention is not None:
-        lines.append(bc.contention_line(contention, load=f"{loads[0]} -> {loads[-1]}"))
-    lines.append("")
-    lines.append("where the time goes: the Spark stages of each statement's median run (Spark's status store)")
-    for key, sc in scenarios.items():
-        m = median_run(sc)
-        extra = ""
-        if sc.acid and isinstance(m["result"], dict):
-            added = m["result"]
-            extra = f"; {added.get('numFilesAdded')} files, {added.get('numBytesAdded', 0) / 2**20:.1f} MiB added"
-        lines.append(f"  {sc.op.upper()} {sc.engine} ({m['wall']:.2f}s{extra})")
-        lines.extend(phase_lines(m))
-    for p in profiles:
-        lines.append("")
-        lines.append(f"where the {p['label']} spends its time (cProfile, in-process, 1 thread: "
-                     f"{p['seconds_under_profiler']:.2f}s; {p['profile_file']}):")
-        lines.extend(bc.stage_lines(p))
-    lines.append(f"(whole run {time.perf_counter() - t_start:.0f}s)")
-    report = bc.print_report(lines)
+    if bench.contention is not None:
+        lines.append(bc.contention_line(bench.contention, load=f"{bench.loads[0]} -> {bench.loads[-1]}"))
+    return lines
 
-    bc.write_results(args.results_dir, "dml", stamp, bc.machine_info(args.driver_memory, loads, contention), {
+
+def result_record(bench: DmlRun, report: str) -> dict:
+    args, delete_ratio = bench.args, bench.delete_ratio
+    return {
         "params": {"rows": args.rows, "merge_rows": args.merge_rows, "repeat": args.repeat, "tasks": args.tasks,
-                   "partitioned": False, "acid_compression": args.compression, "native_codec": native_codec,
-                   "ops": ops, "engines": engines, "delete_condition": DELETE_CONDITION,
+                   "partitioned": False, "acid_compression": args.compression, "native_codec": bench.native_codec,
+                   "ops": bench.ops, "engines": bench.engines, "delete_condition": DELETE_CONDITION,
                    "update_condition": UPDATE_CONDITION, "update_set": UPDATE_SET,
                    "merge_condition": MERGE_CONDITION},
-        "data": {"native_table": {k: manifest[k] for k in ("bytes", "cached", "files")},
-                 "acid_table": {"files": layout, "bytes": acid_bytes, "build_seconds": round(build_s, 2)}},
-        "expected": expected,
-        "verification": verification,
-        "scenarios": {f"{k[0]}/{k[1]}": {
-            "label": sc.label, **outputs[k],
-            "runs": [round(r["wall"], 3) for r in sc.runs], "median_seconds": round(median[k], 3),
-            "vs_native": round(ratio(k), 3) if ratio(k) else None,
-            "cpu_vs_native": round(cpu_ratio(k), 3) if cpu_ratio(k) else None,
-            "cpu_runs_jvm_python_driver": [[None if r[x] is None else round(r[x], 2) for x in ("jvm", "py", "driver")]
-                                           for r in sc.runs],
-            "cpu_median_jvm_python_driver": [round(x, 2) for x in cpu_total[k]] if cpu_total[k] else None,
-            "dml_metrics": [r["result"] for r in sc.runs] if sc.acid else None,
-            "median_run_stages": median_run(sc)["stages"]}
-            for k, sc in scenarios.items()},
+        "data": {"native_table": {k: bench.manifest[k] for k in ("bytes", "cached", "files")},
+                 "acid_table": {"files": bench.layout, "bytes": bench.acid_bytes,
+                                "build_seconds": round(bench.build_s, 2)}},
+        "expected": bench.expected,
+        "verification": bench.verification,
+        "scenarios": {f"{k[0]}/{k[1]}": scenario_record(bench, k, sc) for k, sc in bench.scenarios.items()},
         "ratio_delete_acidorc_native": round(delete_ratio, 3) if delete_ratio else None,
         "target_delete_ratio": TARGET_DELETE_RATIO,
         "target_met": delete_ratio <= TARGET_DELETE_RATIO if delete_ratio else None,
-        "engine_free_profiles": profiles,
+        "engine_free_profiles": bench.profiles,
         "report": report,
-    })
-    return 0
+    }
+
+
+def scenario_record(bench: DmlRun, k, sc: Scenario) -> dict:
+    ratio, cpu_ratio, cpu_total = bench.ratio(k), bench.cpu_ratio(k), bench.cpu_total[k]
+    return {
+        "label": sc.label, **bench.outputs[k],
+        "runs": [round(r["wall"], 3) for r in sc.runs], "median_seconds": round(bench.median[k], 3),
+        "vs_native": round(ratio, 3) if ratio else None,
+        "cpu_vs_native": round(cpu_ratio, 3) if cpu_ratio else None,
+        "cpu_runs_jvm_python_driver": [[None if r[x] is None else round(r[x], 2) for x in ("jvm", "py", "driver")]
+                                       for r in sc.runs],
+        "cpu_median_jvm_python_driver": [round(x, 2) for x in cpu_total] if cpu_total else None,
+        "dml_metrics": [r["result"] for r in sc.runs] if sc.acid else None,
+        "median_run_stages": median_run(sc)["stages"]}
 
 
 if __name__ == "__main__":
