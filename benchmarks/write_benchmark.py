@@ -80,6 +80,7 @@ def quick_check(df, id_col: str = "id") -> dict:
 
 
 # --- Python data sources that isolate the cost of Spark's Arrow path --------------------------------
+# (classes made inside functions: cloudpickle ships them to the Python workers by value)
 def _floor_sources():
     """``arrowdiscard``: a Python Arrow writer that only counts rows - what Spark's Python data
     source write path itself costs (rows -> Arrow in the JVM, the transfer, the worker).
@@ -88,12 +89,70 @@ def _floor_sources():
     Both leave ``_tasks.json`` (rows and batch sizes per task) in the output directory; the plain
     writer also leaves its files there. With option ``capture``, ``arrowdiscard`` stores each
     task's batches as an Arrow IPC file instead, for replaying them in-process."""
-    from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, WriterCommitMessage
+    from pyspark.sql.datasource import DataSource
+
+    CountingWriter = _counting_writer_class()
+
+    class Discard(DataSource):
+        @classmethod
+        def name(cls):
+            return "arrowdiscard"
+
+        def writer(self, schema, overwrite):
+            return CountingWriter(self.options)
+
+    class PlainOrc(DataSource):
+        @classmethod
+        def name(cls):
+            return "arrowplainorc"
+
+        def writer(self, schema, overwrite):
+            return CountingWriter({**self.options, "plain_orc": "true"})
+
+    return Discard, PlainOrc
+
+
+def _task_stats_class():
+    """The commit message of a floor writer's task: its rows and batch sizes."""
+    from pyspark.sql.datasource import WriterCommitMessage
 
     class TaskStats(WriterCommitMessage):
         def __init__(self, task, rows, batches, smallest, largest, schema):
             self.info = {"task": task, "rows": rows, "batches": batches, "smallest_batch": smallest,
                          "largest_batch": largest, "schema": schema}
+
+    return TaskStats
+
+
+def _sink_opener():
+    """Where a floor writer's task puts its batches: (put, close) of a plain ORC file or an Arrow
+    IPC capture file, or (None, None) when it only counts them."""
+
+    def open_sink(writer, task, schema):
+        import os
+
+        import pyarrow as pa
+        import pyarrow.orc as po
+
+        os.makedirs(writer.path, exist_ok=True)
+        if writer.plain_orc:
+            w = po.ORCWriter(os.path.join(writer.path, f"part-{task:05d}.orc"), stripe_size=writer.stripe_size,
+                             compression=writer.compression)
+            return (lambda b: w.write(pa.Table.from_batches([b]))), w.close
+        if writer.capture:
+            w = pa.ipc.new_file(os.path.join(writer.path, f"task-{task:05d}.arrow"), schema)
+            return w.write_batch, w.close
+        return None, None
+
+    return open_sink
+
+
+def _counting_writer_class():
+    """The floor sources' writer: counts each task's rows and batches; writes them as plain ORC
+    (option ``plain_orc``) or captures them as Arrow IPC (option ``capture``) if asked."""
+    from pyspark.sql.datasource import DataSourceArrowWriter
+
+    TaskStats, open_sink = _task_stats_class(), _sink_opener()
 
     class CountingWriter(DataSourceArrowWriter):
         def __init__(self, options):
@@ -104,20 +163,7 @@ def _floor_sources():
             self.plain_orc = options.get("plain_orc", "false") == "true"
 
         def _sink(self, task, schema):
-            import os
-
-            import pyarrow as pa
-            import pyarrow.orc as po
-
-            os.makedirs(self.path, exist_ok=True)
-            if self.plain_orc:
-                w = po.ORCWriter(os.path.join(self.path, f"part-{task:05d}.orc"), stripe_size=self.stripe_size,
-                                 compression=self.compression)
-                return (lambda b: w.write(pa.Table.from_batches([b]))), w.close
-            if self.capture:
-                w = pa.ipc.new_file(os.path.join(self.path, f"task-{task:05d}.arrow"), schema)
-                return w.write_batch, w.close
-            return None, None
+            return open_sink(self, task, schema)
 
         def write(self, iterator):
             from pyspark import TaskContext
@@ -153,23 +199,7 @@ def _floor_sources():
         def abort(self, messages):
             pass
 
-    class Discard(DataSource):
-        @classmethod
-        def name(cls):
-            return "arrowdiscard"
-
-        def writer(self, schema, overwrite):
-            return CountingWriter(self.options)
-
-    class PlainOrc(DataSource):
-        @classmethod
-        def name(cls):
-            return "arrowplainorc"
-
-        def writer(self, schema, overwrite):
-            return CountingWriter({**self.options, "plain_orc": "true"})
-
-    return Discard, PlainOrc
+    return CountingWriter
 
 
 def task_stats(path: str) -> list[dict]:
@@ -354,45 +384,69 @@ def main(argv=None) -> int:
 
 
 def run(args, chosen: list[str], stamp: str, work: Path, metastore_url: str) -> int:
-    from pyspark.sql import functions as F
-
     t_start = time.perf_counter()
-    log(f"work dir {work}, metastore {metastore_url}")
-    spark = bc.start_spark("acidorc-write-benchmark", args.driver_memory, work / "spark-warehouse")
-    for floor in _floor_sources():
-        spark.dataSource.register(floor)
-    native_codec = spark.conf.get("spark.sql.orc.compression.codec")
-    byte_limit = spark.conf.get("spark.sql.execution.arrow.maxBytesPerBatch")
+    bench = WriteRun(args, work, metastore_url)
+    bench.make_input()
+    bench.define_scenarios(chosen)
+    bench.warm_up_and_verify()
+    bench.timed_runs()
+    bench.replay_in_process(stamp)
+    report = bc.print_report(report_lines(bench, stamp, t_start))
+    bc.write_results(args.results_dir, "write", stamp,
+                     bc.machine_info(args.driver_memory, bench.loads, bench.contention),
+                     result_record(bench, chosen, report))
+    return 0
+
+
+class WriteRun:
+    """One run's Spark session, input, scenarios and measurements; its methods are the run's
+    phases, in the order ``run`` calls them."""
+
     acid_codec = "zlib"  # acidorc's default (Hive's)
 
+    def __init__(self, args, work: Path, metastore_url: str):
+        self.args, self.work, self.metastore_url = args, work, metastore_url
+        log(f"work dir {work}, metastore {metastore_url}")
+        spark = self.spark = bc.start_spark("acidorc-write-benchmark", args.driver_memory, work / "spark-warehouse")
+        for floor in _floor_sources():
+            spark.dataSource.register(floor)
+        self.native_codec = spark.conf.get("spark.sql.orc.compression.codec")
+        self.byte_limit = spark.conf.get("spark.sql.execution.arrow.maxBytesPerBatch")
+        self.counter = 0
+        self.in_process, self.profiles = {}, []
+
     # 1. the input, cached and materialized before anything is timed
-    t0 = time.perf_counter()
-    df = make_frame(spark, args.rows, args.tasks, args.partitions or 30).cache()
-    df.write.format("noop").mode("overwrite").save()
-    gen_s = time.perf_counter() - t0
-    source = fingerprint(df, days=True)
-    expected_sum = args.rows * (args.rows - 1) // 2
-    if (source["rows"], source["sum_id"]) != (args.rows, expected_sum):
-        raise SystemExit(f"the generated DataFrame holds {source}, expected {args.rows} rows / sum {expected_sum}")
-    n_days = source.pop("partitions")
-    input_tasks = df.rdd.getNumPartitions()
-    log(f"input: {args.rows:,} rows in {input_tasks} partitions, {n_days} distinct days, cached "
-        f"({gen_s:.1f}s); schema {df.schema.simpleString()}")
+    def make_input(self) -> None:
+        args = self.args
+        t0 = time.perf_counter()
+        df = self.df = make_frame(self.spark, args.rows, args.tasks, args.partitions or 30).cache()
+        df.write.format("noop").mode("overwrite").save()
+        self.gen_s = time.perf_counter() - t0
+        source = self.source = fingerprint(df, days=True)
+        self.expected_sum = args.rows * (args.rows - 1) // 2
+        if (source["rows"], source["sum_id"]) != (args.rows, self.expected_sum):
+            raise SystemExit(f"the generated DataFrame holds {source}, expected {args.rows} rows / "
+                             f"sum {self.expected_sum}")
+        self.n_days = source.pop("partitions")
+        self.input_tasks = df.rdd.getNumPartitions()
+        log(f"input: {args.rows:,} rows in {self.input_tasks} partitions, {self.n_days} distinct days, cached "
+            f"({self.gen_s:.1f}s); schema {df.schema.simpleString()}")
 
-    counter = {"n": 0}
+    def fresh(self, name: str) -> str:
+        self.counter += 1
+        return str(self.work / f"{self.counter:03d}-{name}")
 
-    def fresh(name: str) -> str:
-        counter["n"] += 1
-        return str(work / f"{counter['n']:03d}-{name}")
+    def acid_read(self, path):
+        return self.spark.read.format("acidorc").load(path)
 
-    def acid_read(path):
-        return spark.read.format("acidorc").load(path)
-
-    def java_orc_check(path) -> dict:
+    def java_orc_check(self, path) -> dict:
         """The ACID event files through Spark's (Java) ORC reader: only possible with all six
         event columns requested - ORC's SchemaEvolution wraps any other reader schema of an
         ACID file into the event struct once more (and then fails) - so nested schema pruning is
         switched off for this query."""
+        from pyspark.sql import functions as F
+
+        spark = self.spark
         key = "spark.sql.optimizer.nestedSchemaPruning.enabled"
         before = spark.conf.get(key)
         spark.conf.set(key, "false")
@@ -409,19 +463,22 @@ def run(args, chosen: list[str], stamp: str, work: Path, metastore_url: str) -> 
             spark.conf.set(key, before)
         return {k: int(v) for k, v in row.items()}
 
-    def acidorc(options: dict, conf: dict, label: str, partitioned=False) -> Scenario:
+    # 2. the scenarios
+    def acidorc(self, options: dict, conf: dict, label: str, partitioned=False) -> Scenario:
         def write(p):
-            w = df.write.format("acidorc").mode("append")
+            w = self.df.write.format("acidorc").mode("append")
             for k, v in options.items():
                 w = w.option(k, v)
             w.save(p)
-        return Scenario(label, write, lambda p: quick_check(acid_read(p)),
-                        lambda p: fingerprint(acid_read(p), days=partitioned), conf,
+        return Scenario(label, write, lambda p: quick_check(self.acid_read(p)),
+                        lambda p: fingerprint(self.acid_read(p), days=partitioned), conf,
                         "native_orc_partitioned" if partitioned else "native_orc", acid=True)
 
-    def native(label: str, codec: str | None = None, partitioned=False) -> Scenario:
+    def native(self, label: str, codec: str | None = None, partitioned=False) -> Scenario:
+        spark = self.spark
+
         def write(p):
-            w = df.write
+            w = self.df.write
             if codec:
                 w = w.option("compression", codec)
             (w.partitionBy("day") if partitioned else w).orc(p)
@@ -429,204 +486,233 @@ def run(args, chosen: list[str], stamp: str, work: Path, metastore_url: str) -> 
                         lambda p: fingerprint(spark.read.orc(p), days=partitioned),
                         reference="native_orc_partitioned" if partitioned else "native_orc")
 
-    def counted(p):
-        return {"rows": sum(t["rows"] for t in task_stats(p)), "sum_id": expected_sum}
+    def counted(self, p):
+        return {"rows": sum(t["rows"] for t in task_stats(p)), "sum_id": self.expected_sum}
 
-    available = {
-        "acidorc": lambda: acidorc({}, {}, "acidorc append (defaults: zlib)"),
-        "native_orc": lambda: native(f"Spark native ORC ({native_codec})"),
-        "acidorc_nolimit": lambda: acidorc({}, NO_BYTE_LIMIT, "acidorc, maxBytesPerBatch=INT_MAX"),
-        "acidorc_nolimit_zstd": lambda: acidorc({"compression": "zstd"}, NO_BYTE_LIMIT,
-                                                "acidorc, INT_MAX + compression=zstd"),
-        "native_orc_zlib": lambda: native("Spark native ORC (zlib)", "zlib"),
-        "discard_ds": lambda: Scenario(
-            "Python DS, discard batches (floor)",
-            lambda p: df.write.format("arrowdiscard").mode("append").save(p),
-            counted, lambda p: {**counted(p), "hash": source["hash"]}),
-        "plain_orc_ds": lambda: Scenario(
-            f"pyarrow plain ORC ({acid_codec}) in a Python DS",
-            lambda p: df.write.format("arrowplainorc").option("compression", acid_codec).mode("append").save(p),
-            lambda p: quick_check(spark.read.orc(p + "/*.orc")),
-            lambda p: fingerprint(spark.read.orc(p + "/*.orc"))),
-        "acidorc_partitioned": lambda: acidorc({"partitionColumns": "day"}, {},
-                                               "acidorc, partitionColumns=day", partitioned=True),
-        "native_orc_partitioned": lambda: native("Spark native ORC, partitionBy(day)", partitioned=True),
-    }
-    scenarios = {n: available[n]() for n in chosen}
+    def define_scenarios(self, chosen: list[str]) -> None:
+        spark, df, acid_codec, acidorc = self.spark, self.df, self.acid_codec, self.acidorc
+        available = {
+            "acidorc": lambda: acidorc({}, {}, "acidorc append (defaults: zlib)"),
+            "native_orc": lambda: self.native(f"Spark native ORC ({self.native_codec})"),
+            "acidorc_nolimit": lambda: acidorc({}, NO_BYTE_LIMIT, "acidorc, maxBytesPerBatch=INT_MAX"),
+            "acidorc_nolimit_zstd": lambda: acidorc({"compression": "zstd"}, NO_BYTE_LIMIT,
+                                                    "acidorc, INT_MAX + compression=zstd"),
+            "native_orc_zlib": lambda: self.native("Spark native ORC (zlib)", "zlib"),
+            "discard_ds": lambda: Scenario(
+                "Python DS, discard batches (floor)",
+                lambda p: df.write.format("arrowdiscard").mode("append").save(p),
+                self.counted, lambda p: {**self.counted(p), "hash": self.source["hash"]}),
+            "plain_orc_ds": lambda: Scenario(
+                f"pyarrow plain ORC ({acid_codec}) in a Python DS",
+                lambda p: df.write.format("arrowplainorc").option("compression", acid_codec).mode("append").save(p),
+                lambda p: quick_check(spark.read.orc(p + "/*.orc")),
+                lambda p: fingerprint(spark.read.orc(p + "/*.orc"))),
+            "acidorc_partitioned": lambda: acidorc({"partitionColumns": "day"}, {},
+                                                   "acidorc, partitionColumns=day", partitioned=True),
+            "native_orc_partitioned": lambda: self.native("Spark native ORC, partitionBy(day)", partitioned=True),
+        }
+        self.scenarios = {n: available[n]() for n in chosen}
+        self.meter = bc.CpuMeter(bc.jvm_pid(spark))
 
-    def write_with_conf(sc: Scenario, path: str) -> None:
+    def write_with_conf(self, sc: Scenario, path: str) -> None:
         for k, v in sc.conf.items():
-            spark.conf.set(k, v)
+            self.spark.conf.set(k, v)
         try:
             sc.write(path)
         finally:
             for k in sc.conf:
-                spark.conf.unset(k)
+                self.spark.conf.unset(k)
 
-    def output_info(path: str) -> dict:
-        files = [f for f in Path(path).rglob("*") if f.is_file() and not f.name.startswith(("_", "."))
-                 and not f.name.endswith(".crc")]
-        return {"files": len(files), "bytes": sum(f.stat().st_size for f in files)}
+    # 3. warm-up of each scenario, fully verified (hash of all columns read back)
+    def warm_up_and_verify(self) -> None:
+        args = self.args
+        self.verification, self.outputs = {}, {}
+        for name, sc in self.scenarios.items():
+            path = self.fresh(name)
+            t0 = time.perf_counter()
+            self.write_with_conf(sc, path)
+            wall = time.perf_counter() - t0
+            fp = sc.full(path)
+            out = self.outputs[name] = output_info(path)
+            if sc.acid:
+                fp["java_orc_reader"] = self.java_orc_check(path)
+            if name == "discard_ds":
+                out["task_batches"] = task_stats(path)
+            self.verification[name] = fp
+            problems = self.output_problems(fp)
+            if problems:
+                raise SystemExit(f"{name}: output differs from the input in {problems}: {fp} vs {self.source}")
+            log(f"  warm-up {name}: {wall:.2f}s, {out['files']} files, "
+                f"{out['bytes'] / 2**20:.0f} MiB, verified ({time.perf_counter() - t0:.1f}s with checks)")
+            shutil.rmtree(path, ignore_errors=True)
+        log(f"verified: every scenario wrote {args.rows:,} rows, sum(id) {self.expected_sum:,} and the input's hash "
+            f"of all columns; acidorc's files also read by Spark's Java ORC reader (all inserts, one write id)")
+        self.batch_info = self.outputs.get("discard_ds", {}).get("task_batches")
 
-    meter = bc.CpuMeter(bc.jvm_pid(spark))
-
-    # 2. warm-up of each scenario, fully verified (hash of all columns read back)
-    verification, outputs = {}, {}
-    for name, sc in scenarios.items():
-        path = fresh(name)
-        t0 = time.perf_counter()
-        write_with_conf(sc, path)
-        wall = time.perf_counter() - t0
-        fp = sc.full(path)
-        outputs[name] = output_info(path)
-        if sc.acid:
-            fp["java_orc_reader"] = java_orc_check(path)
-        if name == "discard_ds":
-            outputs[name]["task_batches"] = task_stats(path)
-        verification[name] = fp
-        problems = [k for k in ("rows", "sum_id", "hash") if fp[k] != source[k]]
-        if "partitions" in fp and fp["partitions"] != n_days:
+    def output_problems(self, fp: dict) -> list[str]:
+        """What a written output's fingerprint gets wrong against the input."""
+        problems = [k for k in ("rows", "sum_id", "hash") if fp[k] != self.source[k]]
+        if "partitions" in fp and fp["partitions"] != self.n_days:
             problems.append("partitions")
         java = fp.get("java_orc_reader")
         if java and ((java["rows"], java["sum_id"], java["min_op"], java["max_op"], java["min_row_id"])
-                     != (args.rows, expected_sum, 0, 0, 0) or java["min_otxn"] != java["max_ctxn"]):
+                     != (self.args.rows, self.expected_sum, 0, 0, 0) or java["min_otxn"] != java["max_ctxn"]):
             problems.append("java_orc_reader")
-        if problems:
-            raise SystemExit(f"{name}: output differs from the input in {problems}: {fp} vs {source}")
-        log(f"  warm-up {name}: {wall:.2f}s, {outputs[name]['files']} files, "
-            f"{outputs[name]['bytes'] / 2**20:.0f} MiB, verified ({time.perf_counter() - t0:.1f}s with checks)")
-        shutil.rmtree(path, ignore_errors=True)
-    log(f"verified: every scenario wrote {args.rows:,} rows, sum(id) {expected_sum:,} and the input's hash of all "
-        f"columns; acidorc's files also read by Spark's Java ORC reader (all inserts, one write id)")
-    batch_info = outputs.get("discard_ds", {}).get("task_batches")
+        return problems
 
-    # 3. timed runs, round-robin so that drifting machine load hits every scenario alike
-    def timed_run(name: str, rep: int) -> dict:
-        sc, path = scenarios[name], fresh(name)
-        r = meter.run(lambda: write_with_conf(sc, path))
+    # 4. timed runs, round-robin so that drifting machine load hits every scenario alike
+    def timed_run(self, name: str, rep: int) -> dict:
+        sc, path = self.scenarios[name], self.fresh(name)
+        r = self.meter.run(lambda: self.write_with_conf(sc, path))
         check = sc.quick(path)
-        if check != {"rows": args.rows, "sum_id": expected_sum}:
+        if check != {"rows": self.args.rows, "sum_id": self.expected_sum}:
             raise SystemExit(f"{name} run {rep + 1}: read back {check}")
         shutil.rmtree(path, ignore_errors=True)
         return r
 
-    runs, loads, contention = bc.round_robin(scenarios, args.repeat, timed_run, meter)
-    times = {n: [r["wall"] for r in rs] for n, rs in runs.items()}
-    cpu = {n: [(r["jvm"], r["py"]) for r in rs] for n, rs in runs.items()}
-    median = {n: bc.median(t) for n, t in times.items()}
-    cpu_median = bc.cpu_medians(runs)
+    def timed_runs(self) -> None:
+        runs, self.loads, self.contention = bc.round_robin(self.scenarios, self.args.repeat, self.timed_run,
+                                                           self.meter)
+        self.times = {n: [r["wall"] for r in rs] for n, rs in runs.items()}
+        self.cpu = {n: [(r["jvm"], r["py"]) for r in rs] for n, rs in runs.items()}
+        self.median = {n: bc.median(t) for n, t in self.times.items()}
+        self.cpu_median = bc.cpu_medians(runs)
+        self.ratio, self.cpu_ratio = self.ratio_of("acidorc"), self.cpu_ratio_of("acidorc")
 
-    def ratio_of(name):
-        ref = scenarios[name].reference
-        return median[name] / median[ref] if ref in median else None
+    def ratio_of(self, name):
+        ref = self.scenarios[name].reference
+        return self.median[name] / self.median[ref] if ref in self.median else None
 
-    def cpu_ratio_of(name):
-        ref = scenarios[name].reference
-        if name in cpu_median and ref in cpu_median:
-            return sum(cpu_median[name]) / max(1e-9, sum(cpu_median[ref]))
+    def cpu_ratio_of(self, name):
+        ref = self.scenarios[name].reference
+        if name in self.cpu_median and ref in self.cpu_median:
+            return sum(self.cpu_median[name]) / max(1e-9, sum(self.cpu_median[ref]))
         return None
 
-    ratio, cpu_ratio = ratio_of("acidorc"), cpu_ratio_of("acidorc")
-
-    # 4. in-process TaskWriter over the very batches Spark hands the tasks (profiled if needed)
-    in_process, profiles = {}, []
-    want_profile = args.profile == "always" or (args.profile == "auto" and ratio > TARGET_RATIO)
-    if want_profile:
+    # 5. in-process TaskWriter over the very batches Spark hands the tasks (profiled if needed)
+    def replay_in_process(self, stamp: str) -> None:
+        args, work, url = self.args, self.work, self.metastore_url
+        if not (args.profile == "always" or (args.profile == "auto" and self.ratio > TARGET_RATIO)):
+            bc.stop_spark(self.spark)
+            return
         log("capturing the tasks' Arrow batches, then replaying them through TaskWriter in-process ...")
-        capture = Path(fresh("capture"))
-        df.write.format("arrowdiscard").option("capture", "true").mode("append").save(str(capture))
-        bc.stop_spark(spark)  # give the in-process replay the whole machine
+        capture = Path(self.fresh("capture"))
+        self.df.write.format("arrowdiscard").option("capture", "true").mode("append").save(str(capture))
+        bc.stop_spark(self.spark)  # give the in-process replay the whole machine
         tasks = load_capture(capture)
         args.results_dir.mkdir(parents=True, exist_ok=True)
-        profiles.append(profile_replay(tasks, work, metastore_url, "acidorc, zlib", {}, args.results_dir,
-                                       stamp, "plain"))
-        in_process["acidorc, zlib"] = {k: profiles[-1][k] for k in ("rows", "seconds", "cpu_seconds", "files",
-                                                                    "batches", "bytes")}
-        in_process["acidorc, zstd"] = replay_tasks(tasks, str(work / "replay-zstd"), metastore_url,
-                                                   {"compression": "zstd"})
-        in_process[f"pyarrow ORCWriter, plain rows, {acid_codec}"] = replay_plain_orc(
-            tasks, work / "replay-plain-orc", acid_codec)
+        in_process, profiles = self.in_process, self.profiles
+        keys = ("rows", "seconds", "cpu_seconds", "files", "batches", "bytes")
+        profiles.append(profile_replay(tasks, work, url, "acidorc, zlib", {}, args.results_dir, stamp, "plain"))
+        in_process["acidorc, zlib"] = {k: profiles[-1][k] for k in keys}
+        in_process["acidorc, zstd"] = replay_tasks(tasks, str(work / "replay-zstd"), url, {"compression": "zstd"})
+        in_process[f"pyarrow ORCWriter, plain rows, {self.acid_codec}"] = replay_plain_orc(
+            tasks, work / "replay-plain-orc", self.acid_codec)
         if args.partitions:
-            profiles.append(profile_replay(tasks, work, metastore_url, "acidorc, zlib, partitionColumns=day",
+            profiles.append(profile_replay(tasks, work, url, "acidorc, zlib, partitionColumns=day",
                                            {"partitionColumns": "day"}, args.results_dir, stamp, "partitioned"))
-            in_process["acidorc, zlib, partitionColumns=day"] = {
-                k: profiles[-1][k] for k in ("rows", "seconds", "cpu_seconds", "files", "batches", "bytes")}
+            in_process["acidorc, zlib, partitionColumns=day"] = {k: profiles[-1][k] for k in keys}
         del tasks
         for d in (capture, work / "replay-zstd", work / "replay-plain-orc"):
             shutil.rmtree(d, ignore_errors=True)
-    else:
-        bc.stop_spark(spark)
 
-    # 5. report
-    lines = [
-        bc.header_line("write", stamp, "append of a cached DataFrame"),
-        f"input: {args.rows:,} rows (id bigint, name string, amount double, day date, price decimal(12,2)), "
-        f"{input_tasks} partitions = write tasks, {n_days} distinct days; Spark's defaults: ORC codec {native_codec}, "
-        f"arrow.maxBytesPerBatch {byte_limit}",
-        "",
-        f"{'scenario':<38}{'files':>6}{'MiB':>5}{'median s':>9}{'rows/s':>12}{'vs native':>10}"
-        f"{'CPU s jvm+py':>14}   runs (s)",
-    ]
-    for name, sc in scenarios.items():
-        c = cpu_median.get(name)
-        cpu_text = f"{c[0]:.1f}+{c[1]:.1f}" if c else "n/a"
-        r = ratio_of(name)
-        lines.append(f"{sc.label:<38}{outputs[name]['files']:>6}{outputs[name]['bytes'] / 2**20:>5.0f}"
-                     f"{median[name]:>9.2f}{args.rows / median[name]:>12,.0f}"
-                     + (f"{r:>9.2f}x" if r else f"{'':>10}") + f"{cpu_text:>14}   "
-                     + " ".join(f"{t:.2f}" for t in times[name]))
-    verdict = "MET" if ratio <= TARGET_RATIO else "NOT MET"
-    lines.append(f"ratio acidorc/native (median wall, both with defaults) = {ratio:.2f}, target <= {TARGET_RATIO}: "
-                 f"{verdict}" + (f"; CPU-seconds ratio {cpu_ratio:.2f}" if cpu_ratio else ""))
-    for name in ("acidorc_nolimit", "acidorc_nolimit_zstd", "acidorc_partitioned"):
-        if name in scenarios:
-            r, cr = ratio_of(name), cpu_ratio_of(name)
-            lines.append(f"  {scenarios[name].label}: ratio {r:.2f} ({'MET' if r <= TARGET_RATIO else 'NOT MET'})"
-                         + (f", CPU-seconds ratio {cr:.2f}" if cr else ""))
-    if contention is not None:
-        lines.append(bc.contention_line(contention, load=f"{loads[0]} -> {loads[-1]}"))
-    if batch_info:
-        lines.append(f"Spark hands each Python writer task {batch_info[0]['batches']} Arrow batches of up to "
-                     f"{batch_info[0]['largest_batch']:,} rows ({batch_info[0]['schema'].replace(chr(10), ', ')})")
-    if in_process:
+
+def output_info(path: str) -> dict:
+    files = bc.data_files(path)
+    return {"files": len(files), "bytes": sum(f.stat().st_size for f in files)}
+
+
+# --- 6. report ------------------------------------------------------------------------------------------
+def report_lines(bench: WriteRun, stamp: str, t_start: float) -> list[str]:
+    lines = scenario_table_lines(bench, stamp) + ratio_lines(bench)
+    if bench.in_process:
         lines.append("")
         lines.append(f"{'in-process, same batches, 1 thread, Spark stopped':<52}{'files':>6}{'MiB':>5}{'wall s':>8}"
                      f"{'CPU s':>7}{'rows/s':>12}")
-        for label, r in in_process.items():
+        for label, r in bench.in_process.items():
             lines.append(f"  {label:<50}{r['files']:>6}{r['bytes'] / 2**20:>5.0f}{r['seconds']:>8.2f}"
                          f"{r['cpu_seconds']:>7.2f}{r['rows'] / r['seconds']:>12,.0f}")
-    for p in profiles:
+    for p in bench.profiles:
         lines.append("")
         lines.append(f"where TaskWriter's time goes ({p['label']}; cProfile: {p['seconds_under_profiler']:.2f}s; "
                      f"{p['profile_file']}):")
         lines.extend(bc.stage_lines(p))
     lines.append(f"(whole run {time.perf_counter() - t_start:.0f}s)")
-    report = bc.print_report(lines)
+    return lines
 
-    bc.write_results(args.results_dir, "write", stamp, bc.machine_info(args.driver_memory, loads, contention), {
-        "params": {"rows": args.rows, "repeat": args.repeat, "tasks": input_tasks, "days": n_days,
-                   "acid_codec": acid_codec, "native_codec": native_codec,
-                   "spark_arrow_max_bytes_per_batch": byte_limit, "generation_seconds": round(gen_s, 3),
+
+def scenario_table_lines(bench: WriteRun, stamp: str) -> list[str]:
+    args = bench.args
+    lines = [
+        bc.header_line("write", stamp, "append of a cached DataFrame"),
+        f"input: {args.rows:,} rows (id bigint, name string, amount double, day date, price decimal(12,2)), "
+        f"{bench.input_tasks} partitions = write tasks, {bench.n_days} distinct days; Spark's defaults: ORC codec "
+        f"{bench.native_codec}, arrow.maxBytesPerBatch {bench.byte_limit}",
+        "",
+        f"{'scenario':<38}{'files':>6}{'MiB':>5}{'median s':>9}{'rows/s':>12}{'vs native':>10}"
+        f"{'CPU s jvm+py':>14}   runs (s)",
+    ]
+    for name, sc in bench.scenarios.items():
+        c = bench.cpu_median.get(name)
+        cpu_text = f"{c[0]:.1f}+{c[1]:.1f}" if c else "n/a"
+        r = bench.ratio_of(name)
+        out, med = bench.outputs[name], bench.median[name]
+        lines.append(f"{sc.label:<38}{out['files']:>6}{out['bytes'] / 2**20:>5.0f}"
+                     f"{med:>9.2f}{args.rows / med:>12,.0f}"
+                     + (f"{r:>9.2f}x" if r else f"{'':>10}") + f"{cpu_text:>14}   "
+                     + " ".join(f"{t:.2f}" for t in bench.times[name]))
+    return lines
+
+
+def ratio_lines(bench: WriteRun) -> list[str]:
+    ratio, cpu_ratio = bench.ratio, bench.cpu_ratio
+    verdict = "MET" if ratio <= TARGET_RATIO else "NOT MET"
+    lines = [f"ratio acidorc/native (median wall, both with defaults) = {ratio:.2f}, target <= {TARGET_RATIO}: "
+             f"{verdict}" + (f"; CPU-seconds ratio {cpu_ratio:.2f}" if cpu_ratio else "")]
+    for name in ("acidorc_nolimit", "acidorc_nolimit_zstd", "acidorc_partitioned"):
+        if name in bench.scenarios:
+            r, cr = bench.ratio_of(name), bench.cpu_ratio_of(name)
+            lines.append(f"  {bench.scenarios[name].label}: ratio {r:.2f} "
+                         f"({'MET' if r <= TARGET_RATIO else 'NOT MET'})"
+                         + (f", CPU-seconds ratio {cr:.2f}" if cr else ""))
+    if bench.contention is not None:
+        lines.append(bc.contention_line(bench.contention, load=f"{bench.loads[0]} -> {bench.loads[-1]}"))
+    batch_info = bench.batch_info
+    if batch_info:
+        lines.append(f"Spark hands each Python writer task {batch_info[0]['batches']} Arrow batches of up to "
+                     f"{batch_info[0]['largest_batch']:,} rows ({batch_info[0]['schema'].replace(chr(10), ', ')})")
+    return lines
+
+
+def result_record(bench: WriteRun, chosen: list[str], report: str) -> dict:
+    args, ratio, cpu_ratio = bench.args, bench.ratio, bench.cpu_ratio
+    return {
+        "params": {"rows": args.rows, "repeat": args.repeat, "tasks": bench.input_tasks, "days": bench.n_days,
+                   "acid_codec": bench.acid_codec, "native_codec": bench.native_codec,
+                   "spark_arrow_max_bytes_per_batch": bench.byte_limit, "generation_seconds": round(bench.gen_s, 3),
                    "scenarios": chosen},
-        "input_fingerprint": source,
-        "verification": verification,
-        "batches_per_task": batch_info,
-        "scenarios": {n: {"label": sc.label, "conf": sc.conf, **outputs[n],
-                          "runs": [round(t, 3) for t in times[n]], "median_seconds": round(median[n], 3),
-                          "rows_per_second": round(args.rows / median[n]),
-                          "vs_native": round(ratio_of(n), 3) if ratio_of(n) else None,
-                          "cpu_runs_jvm_python": [[None if x is None else round(x, 2) for x in c] for c in cpu[n]],
-                          "cpu_median_jvm_python": [round(x, 2) for x in cpu_median[n]] if n in cpu_median else None}
-                      for n, sc in scenarios.items()},
+        "input_fingerprint": bench.source,
+        "verification": bench.verification,
+        "batches_per_task": bench.batch_info,
+        "scenarios": {n: scenario_record(bench, n, sc) for n, sc in bench.scenarios.items()},
         "ratio_acidorc_native": round(ratio, 3),
         "cpu_ratio_acidorc_native": round(cpu_ratio, 3) if cpu_ratio else None,
         "target_ratio": TARGET_RATIO,
         "target_met": ratio <= TARGET_RATIO,
-        "in_process": in_process,
-        "in_process_profiles": profiles,
+        "in_process": bench.in_process,
+        "in_process_profiles": bench.profiles,
         "report": report,
-    })
-    return 0
+    }
+
+
+def scenario_record(bench: WriteRun, n: str, sc: Scenario) -> dict:
+    cpu_median = bench.cpu_median
+    return {"label": sc.label, "conf": sc.conf, **bench.outputs[n],
+            "runs": [round(t, 3) for t in bench.times[n]], "median_seconds": round(bench.median[n], 3),
+            "rows_per_second": round(bench.args.rows / bench.median[n]),
+            "vs_native": round(bench.ratio_of(n), 3) if bench.ratio_of(n) else None,
+            "cpu_runs_jvm_python": [[None if x is None else round(x, 2) for x in c] for c in bench.cpu[n]],
+            "cpu_median_jvm_python": [round(x, 2) for x in cpu_median[n]] if n in cpu_median else None}
 
 
 if __name__ == "__main__":
