@@ -180,6 +180,20 @@ def profile_core(table: str, out_dir: Path, stamp: str) -> dict:
 
 # --- main -------------------------------------------------------------------------------------------
 def main(argv=None) -> int:
+    args = parse_args(argv)
+    stamp = bc.timestamp()
+    bench = ReadRun(args)
+    bench.prepare_table()
+    bench.core_reads()
+    bench.spark_scans()
+    bench.profile_if_needed(stamp)
+    report = bc.print_report(report_lines(bench, stamp))
+    bc.write_results(args.results_dir, "read", stamp,
+                     bc.machine_info(args.driver_memory, bench.loads, bench.contention), result_record(bench, report))
+    return 0
+
+
+def parse_args(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=10_000_000, help="rows inserted in total (default 10M)")
     ap.add_argument("--data-dir", type=Path, default=HERE / "data", help="cache of generated tables")
@@ -198,97 +212,128 @@ def main(argv=None) -> int:
         ap.error("--repeat must be at least 1")
     if args.rows < 1000 or args.buckets < 1 or args.stripe_rows < 1 or args.delete_stripe_rows < 1:
         ap.error("--rows must be at least 1000; --buckets and the stripe sizes at least 1")
+    return args
 
-    stamp = bc.timestamp()
-    params = bt.Params(rows=args.rows, buckets=args.buckets, stripe_rows=args.stripe_rows,
-                       delete_stripe_rows=args.delete_stripe_rows)
+
+class ReadRun:
+    """One run's table, measurements and results; its methods are the run's phases, in the
+    order ``main`` calls them."""
+
+    def __init__(self, args):
+        self.args = args
+        self.params = bt.Params(rows=args.rows, buckets=args.buckets, stripe_rows=args.stripe_rows,
+                                delete_stripe_rows=args.delete_stripe_rows)
+        self.profile = None
 
     # 1. data (cached), and a byte-for-byte check of the generator against tests/hivegen.py
-    t0 = time.perf_counter()
-    check = bt.self_check(args.data_dir / "_selfcheck")
-    log(f"generator check: {check['files_compared']} files byte-identical to tests/hivegen.py "
-        f"({time.perf_counter() - t0:.1f}s; hivegen itself costs {check['hivegen_us_per_row']} us/row)")
-    root, manifest = bt.ensure(params, args.data_dir, log=log)
-    table, plain = str(root / "table"), str(root / "plain")
-    expected = manifest["expected"]
-    log(f"table: {table}\n  {params.rows:,} rows inserted ({params.base_rows:,} in base_0000001, 10 deltas of "
-        f"{params.delta_rows:,}), {expected['deleted']:,} deleted by 3 delete deltas -> {expected['rows']:,} "
-        f"visible; {manifest['acid_files']} files, {manifest['acid_bytes'] / 2**20:.0f} MiB "
-        f"({'cached' if manifest['cached'] else 'built in ' + str(manifest['build_seconds']) + 's'})")
-    split_bytes = auto_split_bytes(root / "table") if args.split_bytes == "auto" else \
-        ReadOptions.parse({"path": "x", "maxSplitBytes": args.split_bytes}).max_split_bytes
+    def prepare_table(self) -> None:
+        args, params = self.args, self.params
+        t0 = time.perf_counter()
+        check = self.check = bt.self_check(args.data_dir / "_selfcheck")
+        log(f"generator check: {check['files_compared']} files byte-identical to tests/hivegen.py "
+            f"({time.perf_counter() - t0:.1f}s; hivegen itself costs {check['hivegen_us_per_row']} us/row)")
+        root, manifest = bt.ensure(params, args.data_dir, log=log)
+        self.manifest = manifest
+        self.table, self.plain = str(root / "table"), str(root / "plain")
+        expected = self.expected = manifest["expected"]
+        log(f"table: {self.table}\n  {params.rows:,} rows inserted ({params.base_rows:,} in base_0000001, "
+            f"10 deltas of {params.delta_rows:,}), {expected['deleted']:,} deleted by 3 delete deltas -> "
+            f"{expected['rows']:,} visible; {manifest['acid_files']} files, {manifest['acid_bytes'] / 2**20:.0f} MiB "
+            f"({'cached' if manifest['cached'] else 'built in ' + str(manifest['build_seconds']) + 's'})")
+        self.split_bytes = auto_split_bytes(root / "table") if args.split_bytes == "auto" else \
+            ReadOptions.parse({"path": "x", "maxSplitBytes": args.split_bytes}).max_split_bytes
+        self.split_label = f"maxSplitBytes={self.split_bytes / 2**20:.0f}m"
 
     # 2. core in-process: skip counters for the default plan and the split plan
-    log("core read in-process (1 thread, no Spark) for the key-index counters ...")
-    core_scan(table)  # warm-up: page cache, imports
+    def core_reads(self) -> None:
+        table, expected = self.table, self.expected
+        log("core read in-process (1 thread, no Spark) for the key-index counters ...")
+        core_scan(table)  # warm-up: page cache, imports
 
-    def best_of_two(options=None):
-        runs = [core_scan(table, options) for _ in range(2)]
-        return min(runs, key=lambda r: r["read_seconds"])
+        def best_of_two(options=None):
+            runs = [core_scan(table, options) for _ in range(2)]
+            return min(runs, key=lambda r: r["read_seconds"])
 
-    core = {"default": best_of_two(), "split": best_of_two({"maxSplitBytes": str(split_bytes)})}
-    for name, c in core.items():
-        if (c["rows"], c["sum_id"]) != (expected["rows"], expected["sum_id"]):
-            raise SystemExit(f"core read ({name}) returned {c['rows']} rows / sum {c['sum_id']}, "
-                             f"expected {expected['rows']} / {expected['sum_id']}")
+        self.core = {"default": best_of_two(), "split": best_of_two({"maxSplitBytes": str(self.split_bytes)})}
+        for name, c in self.core.items():
+            if (c["rows"], c["sum_id"]) != (expected["rows"], expected["sum_id"]):
+                raise SystemExit(f"core read ({name}) returned {c['rows']} rows / sum {c['sum_id']}, "
+                                 f"expected {expected['rows']} / {expected['sum_id']}")
 
     # 3. Spark: the same session for all scenarios
-    spark = bc.start_spark("acidorc-read-benchmark", args.driver_memory, HERE / "data" / "spark-warehouse")
-    spark.dataSource.register(_floor_source())
-    scenarios = {
-        "acidorc": lambda: spark.read.format("acidorc").load(table),
-        "native_orc": lambda: spark.read.orc(plain),
-        "acidorc_split": lambda: spark.read.format("acidorc").option("maxSplitBytes", str(split_bytes)).load(table),
-        "pyarrow_python_ds": lambda: spark.read.format("arrowfloor").load(plain),
-    }
-    frames, load_s, partitions, prints = {}, {}, {}, {}
-    for name, make in scenarios.items():
-        t0 = time.perf_counter()
-        frames[name] = make()
-        load_s[name] = time.perf_counter() - t0
-        partitions[name] = frames[name].rdd.getNumPartitions()
-        prints[name] = fingerprint(frames[name])
-        log(f"  {name}: {partitions[name]} tasks, fingerprint {prints[name]}  ({time.perf_counter() - t0:.1f}s)")
-    reference = prints["native_orc"]
-    if (reference["rows"], reference["sum_id"]) != (expected["rows"], expected["sum_id"]):
-        raise SystemExit(f"the plain copy holds {reference}, expected {expected}")
-    mismatched = [n for n, fp in prints.items() if fp != reference]
-    if mismatched:
-        raise SystemExit(f"results differ from the plain copy: {({n: prints[n] for n in mismatched})} vs {reference}")
-    log(f"verified: every scenario returns {reference['rows']:,} rows, sum(id) {reference['sum_id']:,}, "
-        f"same hash of all columns")
+    def spark_scans(self) -> None:
+        table, plain, split_bytes = self.table, self.plain, self.split_bytes
+        spark = bc.start_spark("acidorc-read-benchmark", self.args.driver_memory, HERE / "data" / "spark-warehouse")
+        spark.dataSource.register(_floor_source())
+        self.scenarios = {
+            "acidorc": lambda: spark.read.format("acidorc").load(table),
+            "native_orc": lambda: spark.read.orc(plain),
+            "acidorc_split": lambda: spark.read.format("acidorc").option("maxSplitBytes", str(split_bytes))
+            .load(table),
+            "pyarrow_python_ds": lambda: spark.read.format("arrowfloor").load(plain),
+        }
+        frames = self.load_and_verify()
+        meter = bc.CpuMeter(bc.jvm_pid(spark))
+        for name, df in frames.items():  # warm-up (JIT, page cache, Python workers)
+            timed_noop(df, meter)
+        runs, self.loads, self.contention = bc.round_robin(self.scenarios, self.args.repeat,
+                                                           lambda n, _: timed_noop(frames[n], meter), meter)
+        bc.stop_spark(spark)
+        self.times = {n: [r["wall"] for r in rs] for n, rs in runs.items()}
+        self.cpu = {n: [(r["jvm"], r["py"]) for r in rs] for n, rs in runs.items()}
+        self.median = {n: bc.median(t) for n, t in self.times.items()}
+        self.cpu_median = bc.cpu_medians(runs)
+        self.ratio = self.median["acidorc"] / self.median["native_orc"]
+        self.cpu_ratio = None
+        if "acidorc" in self.cpu_median and "native_orc" in self.cpu_median:
+            self.cpu_ratio = sum(self.cpu_median["acidorc"]) / max(1e-9, sum(self.cpu_median["native_orc"]))
 
-    meter = bc.CpuMeter(bc.jvm_pid(spark))
-    for name, df in frames.items():  # warm-up (JIT, page cache, Python workers)
-        timed_noop(df, meter)
-    runs, loads, contention = bc.round_robin(scenarios, args.repeat, lambda n, _: timed_noop(frames[n], meter), meter)
-    bc.stop_spark(spark)
-
-    times = {n: [r["wall"] for r in rs] for n, rs in runs.items()}
-    cpu = {n: [(r["jvm"], r["py"]) for r in rs] for n, rs in runs.items()}
-    median = {n: bc.median(t) for n, t in times.items()}
-    cpu_median = bc.cpu_medians(runs)
-    ratio = median["acidorc"] / median["native_orc"]
-    rows = expected["rows"]
+    def load_and_verify(self) -> dict:
+        """Every scenario's DataFrame, its load time, tasks and fingerprint; all must read the
+        plain copy's rows."""
+        expected = self.expected
+        frames, self.load_s, self.partitions, prints = {}, {}, {}, {}
+        for name, make in self.scenarios.items():
+            t0 = time.perf_counter()
+            frames[name] = make()
+            self.load_s[name] = time.perf_counter() - t0
+            self.partitions[name] = frames[name].rdd.getNumPartitions()
+            prints[name] = fingerprint(frames[name])
+            log(f"  {name}: {self.partitions[name]} tasks, fingerprint {prints[name]}  "
+                f"({time.perf_counter() - t0:.1f}s)")
+        reference = prints["native_orc"]
+        if (reference["rows"], reference["sum_id"]) != (expected["rows"], expected["sum_id"]):
+            raise SystemExit(f"the plain copy holds {reference}, expected {expected}")
+        mismatched = [n for n, fp in prints.items() if fp != reference]
+        if mismatched:
+            raise SystemExit(f"results differ from the plain copy: {({n: prints[n] for n in mismatched})} "
+                             f"vs {reference}")
+        log(f"verified: every scenario returns {reference['rows']:,} rows, sum(id) {reference['sum_id']:,}, "
+            f"same hash of all columns")
+        self.prints = prints
+        return frames
 
     # 4. profile acidorc's side when it misses the target
-    profile = None
-    if args.profile == "always" or (args.profile == "auto" and ratio > TARGET_RATIO):
-        log("profiling read_split in-process (cProfile) ...")
-        args.results_dir.mkdir(parents=True, exist_ok=True)
-        profile = profile_core(table, args.results_dir, stamp)
+    def profile_if_needed(self, stamp: str) -> None:
+        args = self.args
+        if args.profile == "always" or (args.profile == "auto" and self.ratio > TARGET_RATIO):
+            log("profiling read_split in-process (cProfile) ...")
+            args.results_dir.mkdir(parents=True, exist_ok=True)
+            self.profile = profile_core(self.table, args.results_dir, stamp)
 
-    # 5. report
-    split_label = f"maxSplitBytes={split_bytes / 2**20:.0f}m"
-    labels = {
-        "acidorc": "acidorc, default plan",
-        "native_orc": "Spark native ORC, plain copy",
-        "acidorc_split": f"acidorc, {split_label}",
-        "pyarrow_python_ds": "pyarrow ORC in a Python DS (floor)",
-    }
-    cpu_ratio = None
-    if "acidorc" in cpu_median and "native_orc" in cpu_median:
-        cpu_ratio = sum(cpu_median["acidorc"]) / max(1e-9, sum(cpu_median["native_orc"]))
+    def labels(self) -> dict[str, str]:
+        return {
+            "acidorc": "acidorc, default plan",
+            "native_orc": "Spark native ORC, plain copy",
+            "acidorc_split": f"acidorc, {self.split_label}",
+            "pyarrow_python_ds": "pyarrow ORC in a Python DS (floor)",
+        }
+
+
+# --- 5. report ----------------------------------------------------------------------------------------
+def report_lines(bench: ReadRun, stamp: str) -> list[str]:
+    params, manifest, rows = bench.params, bench.manifest, bench.expected["rows"]
+    median, labels = bench.median, bench.labels()
     lines = [
         bc.header_line("read", stamp, "noop write of every column"),
         f"table: {params.rows:,} rows inserted, {rows:,} visible (base + 10 deltas + 3 delete deltas, "
@@ -298,54 +343,65 @@ def main(argv=None) -> int:
         f"{'scenario':<35}{'tasks':>6}{'median s':>9}{'rows/s':>12}{'vs native':>10}"
         f"{'CPU s jvm+py':>15}   runs (s)",
     ]
-    for name in scenarios:
-        c = cpu_median.get(name)
+    for name in bench.scenarios:
+        c = bench.cpu_median.get(name)
         cpu_text = f"{c[0]:.1f}+{c[1]:.1f}" if c else "n/a"
-        lines.append(f"{labels[name]:<35}{partitions[name]:>6}{median[name]:>9.2f}{rows / median[name]:>12,.0f}"
+        lines.append(f"{labels[name]:<35}{bench.partitions[name]:>6}{median[name]:>9.2f}{rows / median[name]:>12,.0f}"
                      f"{median[name] / median['native_orc']:>9.2f}x{cpu_text:>15}   "
-                     + " ".join(f"{t:.2f}" for t in times[name]))
-    verdict = "MET" if ratio <= TARGET_RATIO else "NOT MET"
-    lines.append(f"ratio acidorc/native (median wall) = {ratio:.2f}, target <= {TARGET_RATIO}: {verdict}"
-                 + (f"; CPU-seconds ratio {cpu_ratio:.2f}" if cpu_ratio else ""))
-    if contention is not None:
-        lines.append(bc.contention_line(contention))
+                     + " ".join(f"{t:.2f}" for t in bench.times[name]))
+    verdict = "MET" if bench.ratio <= TARGET_RATIO else "NOT MET"
+    lines.append(f"ratio acidorc/native (median wall) = {bench.ratio:.2f}, target <= {TARGET_RATIO}: {verdict}"
+                 + (f"; CPU-seconds ratio {bench.cpu_ratio:.2f}" if bench.cpu_ratio else ""))
+    if bench.contention is not None:
+        lines.append(bc.contention_line(bench.contention))
     lines.append("")
-    lines.append(f"{'acidorc core in-process (1 thread, best of 2)':<46}{'splits':>7}{'read s':>8}{'rows/s':>12}"
-                 f"{'delete stripes read':>21}{'skipped':>9}{'events loaded':>15}")
-    for name, c in core.items():
-        label = "default plan" if name == "default" else split_label
+    lines += core_lines(bench)
+    if bench.profile:
+        lines.append("")
+        lines.append(f"where read_split's time goes (default plan, cProfile: "
+                     f"{bench.profile['read_seconds_under_profiler']:.2f}s; {bench.profile['profile_file']}):")
+        lines.extend(bc.stage_lines(bench.profile))
+    return lines
+
+
+def core_lines(bench: ReadRun) -> list[str]:
+    lines = [f"{'acidorc core in-process (1 thread, best of 2)':<46}{'splits':>7}{'read s':>8}{'rows/s':>12}"
+             f"{'delete stripes read':>21}{'skipped':>9}{'events loaded':>15}"]
+    for name, c in bench.core.items():
+        label = "default plan" if name == "default" else bench.split_label
         m = c["metrics"]
         lines.append(f"  {label:<44}{c['splits']:>7}{c['read_seconds']:>8.2f}{c['rows'] / c['read_seconds']:>12,.0f}"
                      f"{m['delete_stripes_read']:>21}{m['delete_stripes_skipped']:>9}{m['delete_events_loaded']:>15,}")
-    if profile:
-        lines.append("")
-        lines.append(f"where read_split's time goes (default plan, cProfile: "
-                     f"{profile['read_seconds_under_profiler']:.2f}s; {profile['profile_file']}):")
-        lines.extend(bc.stage_lines(profile))
-    report = bc.print_report(lines)
+    return lines
 
-    bc.write_results(args.results_dir, "read", stamp, bc.machine_info(args.driver_memory, loads, contention), {
-        "params": {**manifest["params"], "repeat": args.repeat, "split_bytes": split_bytes},
+
+def result_record(bench: ReadRun, report: str) -> dict:
+    manifest, ratio, cpu_ratio = bench.manifest, bench.ratio, bench.cpu_ratio
+    return {
+        "params": {**manifest["params"], "repeat": bench.args.repeat, "split_bytes": bench.split_bytes},
         "data": {k: manifest[k] for k in ("key", "expected", "build_seconds", "build_cpu_seconds", "acid_files",
                                             "acid_bytes", "acid_events", "plain_bytes", "cached")},
-        "generator_check": check,
-        "verification": prints,
-        "scenarios": {n: {"label": labels[n], "tasks": partitions[n], "load_seconds": round(load_s[n], 3),
-                          "runs": [round(t, 3) for t in times[n]], "median_seconds": round(median[n], 3),
-                          "rows_per_second": round(rows / median[n]),
-                          "vs_native": round(median[n] / median["native_orc"], 3),
-                          "cpu_runs_jvm_python": [[None if x is None else round(x, 2) for x in c] for c in cpu[n]],
-                          "cpu_median_jvm_python": [round(x, 2) for x in cpu_median[n]] if n in cpu_median else None}
-                      for n in scenarios},
+        "generator_check": bench.check,
+        "verification": bench.prints,
+        "scenarios": {n: scenario_record(bench, n) for n in bench.scenarios},
         "ratio_acidorc_native": round(ratio, 3),
         "cpu_ratio_acidorc_native": round(cpu_ratio, 3) if cpu_ratio else None,
         "target_ratio": TARGET_RATIO,
         "target_met": ratio <= TARGET_RATIO,
-        "core_in_process": core,
-        "profile": profile,
+        "core_in_process": bench.core,
+        "profile": bench.profile,
         "report": report,
-    })
-    return 0
+    }
+
+
+def scenario_record(bench: ReadRun, n: str) -> dict:
+    median, cpu_median, rows = bench.median, bench.cpu_median, bench.expected["rows"]
+    return {"label": bench.labels()[n], "tasks": bench.partitions[n], "load_seconds": round(bench.load_s[n], 3),
+            "runs": [round(t, 3) for t in bench.times[n]], "median_seconds": round(median[n], 3),
+            "rows_per_second": round(rows / median[n]),
+            "vs_native": round(median[n] / median["native_orc"], 3),
+            "cpu_runs_jvm_python": [[None if x is None else round(x, 2) for x in c] for c in bench.cpu[n]],
+            "cpu_median_jvm_python": [round(x, 2) for x in cpu_median[n]] if n in cpu_median else None}
 
 
 if __name__ == "__main__":
