@@ -160,6 +160,32 @@ def make_tables(url: str, work: Path, n: int, tag: str) -> list[tuple[str, int]]
 
 
 def main() -> int:
+    args = parse_args()
+    stamp = bc.timestamp()
+    os.environ.setdefault("ACIDORC_AUTO_COMPACT", "false")  # measure commits, not compactions
+
+    server, pg_version = start_server(args)
+    work = Path(tempfile.mkdtemp(prefix="acidorc-store-bench-"))
+    try:
+        results = run_all(args, server, work)
+    finally:
+        if server is not None:
+            server.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+    lines = report_lines(args, stamp, pg_version, results)
+    bc.print_report(lines)
+    import sqlalchemy
+
+    machine = {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
+               "sqlalchemy": sqlalchemy.__version__, "postgresql": pg_version, "pg_fast": args.pg_fast,
+               "load_average_after": bc.load_average()}
+    bc.write_results(args.results_dir, "store", stamp, machine,
+                     {"seconds_per_run": args.seconds, "runs": results, "report": "\n".join(lines)})
+    return 0
+
+
+def parse_args():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--writers", default="1,4,16")
     ap.add_argument("--seconds", type=float, default=10.0, help="timed seconds per run")
@@ -169,43 +195,46 @@ def main() -> int:
     ap.add_argument("--pg-fast", action="store_true", help="the test cluster's settings: fsync etc. off")
     ap.add_argument("--results-dir", type=Path, default=HERE / "results")
     args = ap.parse_args()
-    writers = [int(w) for w in args.writers.split(",")]
-    kinds = args.kinds.split(",")
-    backends = args.backends.split(",")
-    stamp = bc.timestamp()
-    os.environ.setdefault("ACIDORC_AUTO_COMPACT", "false")  # measure commits, not compactions
+    args.writers = [int(w) for w in args.writers.split(",")]
+    args.kinds = args.kinds.split(",")
+    args.backends = args.backends.split(",")
+    return args
 
-    server = None
-    pg_version = None
-    if "postgresql" in backends and args.pg_url is None:
-        from servers.postgres import start_postgres_server
 
-        log(f"starting PostgreSQL ({'fsync off' if args.pg_fast else 'durable defaults'}) ...")
-        server = start_postgres_server(durable=not args.pg_fast)
-        pg_version = server.bindir.parent.name
-    work = Path(tempfile.mkdtemp(prefix="acidorc-store-bench-"))
+def start_server(args):
+    """A throw-away PostgreSQL cluster when PostgreSQL is measured without ``--pg-url``: (server,
+    its version), or (None, None)."""
+    if "postgresql" not in args.backends or args.pg_url is not None:
+        return None, None
+    from servers.postgres import start_postgres_server
+
+    log(f"starting PostgreSQL ({'fsync off' if args.pg_fast else 'durable defaults'}) ...")
+    server = start_postgres_server(durable=not args.pg_fast)
+    return server, server.bindir.parent.name
+
+
+def run_all(args, server, work: Path) -> list[dict]:
+    """One run per backend, kind and number of writers, each on a fresh store."""
     results = []
-    try:
-        for backend in backends:
-            for kind in kinds:
-                for n in writers:
-                    tag = f"{backend}_{kind}_{n}"
-                    if backend == "sqlite":
-                        url = f"sqlite:///{work / (tag + '.db')}"
-                    else:
-                        url = args.pg_url or server.create_database(f"bench_{tag}")  # type: ignore[union-attr]
-                    tables = make_tables(url, work, n, tag)
-                    log(f"{backend:<10} {kind:<6} {n:>2} writer(s) for {args.seconds:g}s ...")
-                    r = run(kind, url, tables, args.seconds)
-                    r.update(backend=backend, kind=kind)
-                    log(f"  {r['commits_per_second']:>7.1f} commits/s, median {r['latency_ms_median']} ms, "
-                        f"p95 {r['latency_ms_p95']} ms ({r['commits']} commits)")
-                    results.append(r)
-    finally:
-        if server is not None:
-            server.stop()
-        shutil.rmtree(work, ignore_errors=True)
+    for backend in args.backends:
+        for kind in args.kinds:
+            for n in args.writers:
+                tag = f"{backend}_{kind}_{n}"
+                if backend == "sqlite":
+                    url = f"sqlite:///{work / (tag + '.db')}"
+                else:
+                    url = args.pg_url or server.create_database(f"bench_{tag}")
+                tables = make_tables(url, work, n, tag)
+                log(f"{backend:<10} {kind:<6} {n:>2} writer(s) for {args.seconds:g}s ...")
+                r = run(kind, url, tables, args.seconds)
+                r.update(backend=backend, kind=kind)
+                log(f"  {r['commits_per_second']:>7.1f} commits/s, median {r['latency_ms_median']} ms, "
+                    f"p95 {r['latency_ms_p95']} ms ({r['commits']} commits)")
+                results.append(r)
+    return results
 
+
+def report_lines(args, stamp: str, pg_version, results: list[dict]) -> list[str]:
     lines = [f"acidorc store benchmark {stamp}: {os.cpu_count()} cores, {args.seconds:g}s per run, PostgreSQL "
              f"{pg_version or args.pg_url} ({'fsync off' if args.pg_fast else 'durable'}), SQLite WAL synchronous=FULL",
              "", f"{'backend':<11}{'kind':<8}{'writers':>8}{'commits/s':>11}{'median ms':>11}{'p95 ms':>9}"
@@ -216,15 +245,7 @@ def main() -> int:
                      f"{r['latency_ms_median']:>11.1f}{r['latency_ms_p95']:>9.1f}"
                      + (f"{waiting:>19.2f}" if waiting is not None else f"{'-':>19}")
                      + f"{str(r['commits_per_writer_min']) + '-' + str(r['commits_per_writer_max']):>20}")
-    bc.print_report(lines)
-    import sqlalchemy
-
-    machine = {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
-               "sqlalchemy": sqlalchemy.__version__, "postgresql": pg_version, "pg_fast": args.pg_fast,
-               "load_average_after": bc.load_average()}
-    bc.write_results(args.results_dir, "store", stamp, machine,
-                     {"seconds_per_run": args.seconds, "runs": results, "report": "\n".join(lines)})
-    return 0
+    return lines
 
 
 if __name__ == "__main__":
