@@ -320,12 +320,6 @@ class ReadSpec:
         )
 
 
-    parse = from_options  # the name the Spark adapters used
-
-
-#: The Spark-facing name of :class:`ReadSpec`.
-ReadOptions = ReadSpec
-
 
 def parse_version(option: str, value) -> int:
     """A write id (>= 0)."""
@@ -451,12 +445,6 @@ class WriteSpec:
             storage_options=_storage_options(opts),
             given=frozenset(k for k in CREATE_OPTIONS if k in opts),
         )
-
-    parse = from_options  # the name the Spark adapters used
-
-
-#: The Spark-facing name of :class:`WriteSpec`.
-WriteOptions = WriteSpec
 
 
 def parse_partition_spec(text: str) -> StaticPartition:

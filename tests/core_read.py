@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from acid_source.options import ReadOptions
+from acid_source.options import ReadSpec
 from acid_source.resolve import resolve_table, scan_for
 from acid_source.scan.planner import TableScan
 from acid_source.scan.reader import ScanMetrics, read_split
@@ -11,14 +11,14 @@ from acid_source.scan.resolved import SnapshotSpec
 
 def read_rows(path, metrics: ScanMetrics | None = None, predicates=(), **options) -> list[dict]:
     opts = {"path": str(path), **{k: str(v) for k, v in options.items()}}
-    scan = scan_for(ReadOptions.parse(opts))
+    scan = scan_for(ReadSpec.from_options(opts))
     ctx, splits = scan.plan(scan.infer_schema(), list(predicates))
     return [row for s in splits for batch in read_split(s, ctx, metrics) for row in batch.to_pylist()]
 
 
 def plan(path, predicates=(), **options):
     opts = {"path": str(path), **{k: str(v) for k, v in options.items()}}
-    scan = scan_for(ReadOptions.parse(opts))
+    scan = scan_for(ReadSpec.from_options(opts))
     return scan.plan(scan.infer_schema(), list(predicates))
 
 

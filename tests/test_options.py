@@ -1,22 +1,22 @@
 import pytest
 
 from acid_source.errors import InvalidOptionError
-from acid_source.options import DEFAULT_MAX_SPLIT_BYTES, ReadOptions, parse_size
+from acid_source.options import DEFAULT_MAX_SPLIT_BYTES, ReadSpec, parse_size
 
 
 def test_defaults():
-    o = ReadOptions.parse({"path": "/t"})
+    o = ReadSpec.from_options({"path": "/t"})
     assert o.write_ids is None and o.include_row_id is False and o.table_type == "auto"
     assert o.max_split_bytes == DEFAULT_MAX_SPLIT_BYTES and o.storage_options == ()
 
 
 def test_keys_are_case_insensitive_as_in_spark():
-    o = ReadOptions.parse({"PATH": "/t", "includerowid": "TRUE", "VALIDWRITEIDS": "d.t:3:9223372036854775807::"})
+    o = ReadSpec.from_options({"PATH": "/t", "includerowid": "TRUE", "VALIDWRITEIDS": "d.t:3:9223372036854775807::"})
     assert o.include_row_id and o.write_ids.high_watermark == 3
 
 
 def test_storage_options_pass_through():
-    o = ReadOptions.parse({"path": "memory://t", "fs.anon": "true"})
+    o = ReadSpec.from_options({"path": "memory://t", "fs.anon": "true"})
     assert o.storage_options == (("anon", "true"),)
 
 
@@ -27,7 +27,7 @@ def test_sizes(text, size):
 
 def test_path_is_required():
     with pytest.raises(InvalidOptionError, match="path"):
-        ReadOptions.parse({})
+        ReadSpec.from_options({})
 
 
 # --- errors name options in their canonical spelling (Spark lower-cases the keys) -----------
@@ -36,17 +36,17 @@ from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from acid_source.errors import InvalidSnapshotError  # noqa: E402
-from acid_source.options import READ_OPTIONS, WRITE_OPTIONS, WriteOptions  # noqa: E402
+from acid_source.options import READ_OPTIONS, WRITE_OPTIONS, WriteSpec  # noqa: E402
 
 
 @pytest.mark.parametrize("parse, key, canonical", [
-    (ReadOptions.parse, "validwriteid", "validWriteIds"),
-    (ReadOptions.parse, "includerowids", "includeRowId"),
-    (ReadOptions.parse, "maxsplitbyte", "maxSplitBytes"),
-    (ReadOptions.parse, "partitionfilters", "partitionFilter"),
-    (WriteOptions.parse, "compresion", "compression"),
-    (WriteOptions.parse, "partitioncolumn", "partitionColumns"),
-    (WriteOptions.parse, "numbucket", "numBuckets"),
+    (ReadSpec.from_options, "validwriteid", "validWriteIds"),
+    (ReadSpec.from_options, "includerowids", "includeRowId"),
+    (ReadSpec.from_options, "maxsplitbyte", "maxSplitBytes"),
+    (ReadSpec.from_options, "partitionfilters", "partitionFilter"),
+    (WriteSpec.from_options, "compresion", "compression"),
+    (WriteSpec.from_options, "partitioncolumn", "partitionColumns"),
+    (WriteSpec.from_options, "numbucket", "numBuckets"),
 ])
 def test_unknown_option_suggests_the_closest_known_one(parse, key, canonical):
     with pytest.raises(InvalidOptionError, match=f"did you mean '{canonical}'") as info:
@@ -56,13 +56,13 @@ def test_unknown_option_suggests_the_closest_known_one(parse, key, canonical):
 
 def test_unknown_option_without_a_close_match_lists_the_valid_ones():
     with pytest.raises(InvalidOptionError) as info:
-        ReadOptions.parse({"path": "/t", "xyzzy": "1"})
+        ReadSpec.from_options({"path": "/t", "xyzzy": "1"})
     assert "did you mean" not in str(info.value) and "validWriteIds" in str(info.value)
 
 
 @pytest.mark.parametrize("parse, key, kind", [
-    (WriteOptions.parse, "validwriteids", "read"), (WriteOptions.parse, "includerowid", "read"),
-    (ReadOptions.parse, "partitioncolumns", "write"), (ReadOptions.parse, "compression", "write"),
+    (WriteSpec.from_options, "validwriteids", "read"), (WriteSpec.from_options, "includerowid", "read"),
+    (ReadSpec.from_options, "partitioncolumns", "write"), (ReadSpec.from_options, "compression", "write"),
 ])
 def test_an_option_of_the_other_direction_says_so(parse, key, kind):
     with pytest.raises(InvalidOptionError, match=f"is a {kind} option"):
@@ -77,7 +77,7 @@ def test_an_option_of_the_other_direction_says_so(parse, key, kind):
 ])
 def test_read_option_errors_use_the_canonical_name(key, value, canonical):
     with pytest.raises((InvalidOptionError, InvalidSnapshotError)) as info:
-        ReadOptions.parse({"path": "/t", key: value})
+        ReadSpec.from_options({"path": "/t", key: value})
     assert f"option '{canonical}'" in str(info.value) and info.value.option == canonical
 
 
@@ -92,19 +92,19 @@ def test_read_option_errors_use_the_canonical_name(key, value, canonical):
 ])
 def test_write_option_errors_use_the_canonical_name(options, canonical):
     with pytest.raises(InvalidOptionError) as info:
-        WriteOptions.parse({"path": "/t", **options})
+        WriteSpec.from_options({"path": "/t", **options})
     assert f"option '{canonical}'" in str(info.value) and info.value.option == canonical
 
 
 def test_an_option_given_twice_in_different_cases_is_an_error():
     with pytest.raises(InvalidOptionError, match="given twice"):
-        ReadOptions.parse({"path": "/t", "includeRowId": "true", "INCLUDEROWID": "false"})
+        ReadSpec.from_options({"path": "/t", "includeRowId": "true", "INCLUDEROWID": "false"})
 
 
 @pytest.mark.parametrize("given, codec", [("ZLIB", "zlib"), ("none", "uncompressed"), ("Uncompressed", "uncompressed"),
                                           ("zstd", "zstd")])
 def test_compression_option_accepts_hive_spellings(given, codec):
-    assert WriteOptions.parse({"path": "/t", "compression": given}).compression == codec
+    assert WriteSpec.from_options({"path": "/t", "compression": given}).compression == codec
 
 
 # --- fuzz: any dict of strings parses or raises one of the two option errors ----------------
@@ -127,7 +127,8 @@ _NASTY = ["", " ", "x", "-1", "0", "9" * 5000, "1e400", "inf", "nan", "\x00", "Ã
           "d.t:" + "9" * 5000 + ":1::", "0001-01-01T00:00:00+14:00", "9999-12-31T23:59:59-14:00", "a,b,a", "a=1/../b"]
 
 
-@pytest.mark.parametrize("parse, known", [(ReadOptions.parse, READ_OPTIONS), (WriteOptions.parse, WRITE_OPTIONS)],
+@pytest.mark.parametrize("parse, known",
+                         [(ReadSpec.from_options, READ_OPTIONS), (WriteSpec.from_options, WRITE_OPTIONS)],
                          ids=["read", "write"])
 def test_every_known_option_with_nasty_values_raises_only_option_errors(parse, known):
     for key in known:
@@ -138,7 +139,7 @@ def test_every_known_option_with_nasty_values_raises_only_option_errors(parse, k
                 pass
 
 
-@pytest.mark.parametrize("parse", [ReadOptions.parse, WriteOptions.parse], ids=["read", "write"])
+@pytest.mark.parametrize("parse", [ReadSpec.from_options, WriteSpec.from_options], ids=["read", "write"])
 @settings(max_examples=200, deadline=None)
 @given(options=_OPTIONS, path=st.one_of(st.just("/t"), st.text(max_size=10)))
 def test_parse_raises_only_option_errors(parse, options, path):
@@ -151,9 +152,9 @@ def test_parse_raises_only_option_errors(parse, options, path):
 @pytest.mark.parametrize("value", ["nan", "inf", "-Infinity"])
 def test_time_travel_needs_a_finite_time(value):
     with pytest.raises(InvalidOptionError, match="finite"):
-        ReadOptions.parse({"path": "/t", "timestampasof": value})
+        ReadSpec.from_options({"path": "/t", "timestampasof": value})
 
 
 def test_a_size_with_thousands_of_digits_is_an_option_error():
     with pytest.raises(InvalidOptionError, match="maxSplitBytes"):
-        ReadOptions.parse({"path": "/t", "maxsplitbytes": "9" * 5000})
+        ReadSpec.from_options({"path": "/t", "maxsplitbytes": "9" * 5000})

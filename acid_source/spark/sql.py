@@ -3,7 +3,7 @@ MERGE on acidorc tables.
 
 Spark SQL does not route row-level DML to a Python data source ("Table does not support
 deletes"), so this entry point parses the statement itself
-(:mod:`acid_source.dml.sql_statements`). UPDATE / DELETE / MERGE whose target is an acidorc
+(:mod:`acid_source.expressions.statements`). UPDATE / DELETE / MERGE whose target is an acidorc
 table - registered in the transaction store by name, written ``acidorc.`/path```, or a
 temporary view that plainly reads one - run through the ``AcidTable`` builder and return its
 metrics dict. Every other statement (and DML on any other table) goes to ``spark.sql``

@@ -17,7 +17,7 @@ import pytest
 from acid_source import AcidTable, create_table
 from acid_source.errors import InvalidArgumentError, InvalidOptionError
 from acid_source.expressions.statements import DeleteStatement, parse_statement
-from acid_source.options import ReadOptions
+from acid_source.options import ReadSpec
 from acid_source.resolve import scan_for
 from acid_source.scan.reader import read_split
 
@@ -89,7 +89,7 @@ def _ids(table: pa.Table) -> list[int]:
 
 def _partition_filter(path: str, store: str, condition: str) -> list[int]:
     """A read with option partitionFilter, engine-free: plan it, read every split."""
-    scan = scan_for(ReadOptions.parse({"path": path, "metastoreUrl": store, "partitionFilter": condition}))
+    scan = scan_for(ReadSpec.from_options({"path": path, "metastoreUrl": store, "partitionFilter": condition}))
     ctx, splits = scan.plan(scan.infer_schema())
     return sorted(i for s in splits for batch in read_split(s, ctx) for i in batch.column("id").to_pylist())
 
