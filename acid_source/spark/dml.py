@@ -103,7 +103,7 @@ def _analysis(fn, argument: str):
 
 # --- reading the target ----------------------------------------------------------------------
 def target_frame(spark, resolved: ResolvedTable, columns: list[str] | None = None,
-                 condition: Any = None) -> DataFrame:
+                 condition: Any = None) -> tuple[DataFrame, bool]:
     """The target at the DML's snapshot: ``columns`` (all when None), the partition columns
     and the ROW__ID (renamed so that no source column can clash with it).
 
@@ -116,7 +116,8 @@ def target_frame(spark, resolved: ResolvedTable, columns: list[str] | None = Non
     Spark would keep (:func:`~acid_source.expressions.exactness.reader_prefilter`), the reader
     drops the others before they reach the JVM, and its conjuncts on partition columns prune
     partitions: a 1% DELETE then moves 1% of the rows into Spark. Spark still applies the
-    condition on top."""
+    condition on top. Also returns whether any split is left to read (with none, an UPDATE or
+    DELETE has nothing to change and runs no Spark job)."""
     full = resolved.schema(include_row_id=True)
     wanted = set(full.names) if columns is None else set(columns) | set(resolved.partition_columns)
     arrow = pa.schema([f for f in full if f.name in wanted or f.name == READ_ROW_ID])
@@ -132,7 +133,7 @@ def target_frame(spark, resolved: ResolvedTable, columns: list[str] | None = Non
                     yield from read_split(splits[i], ctx)
 
         frame = spark.range(0, len(splits), 1, len(splits)).mapInArrow(read, schema)
-    return frame.withColumnRenamed(READ_ROW_ID, ROW_ID_COLUMN)
+    return frame.withColumnRenamed(READ_ROW_ID, ROW_ID_COLUMN), bool(splits)
 
 
 def _reader_prefilter(condition: Any, schema: pa.Schema) -> str | None:
@@ -245,13 +246,13 @@ def spark_delete(spark, target: DmlTarget, condition: ExpressionOrColumn | None,
     def produce(resolved: ResolvedTable, plan: ChangePlan) -> list[TaskResult]:
         shape = _shape(resolved)
         needed = columns_of(condition, shape.names)
-        frame = target_frame(spark, resolved, needed, condition=condition)
+        frame, anything = target_frame(spark, resolved, needed, condition=condition)
         if alias:
             frame = frame.alias(alias)
         matched = frame if cond is None else _analysis(lambda: frame.where(cond), "condition")
         parts = {c: F.col(c) for c in resolved.partition_columns}
         changes = shape.rows(matched, shape.delete_side(DELETE, parts, F.col(ROW_ID_COLUMN)), None)
-        return write_change_rows(spark, changes, plan, shape)
+        return write_change_rows(spark, changes, plan, shape) if anything else []
 
     return run_dml(target, "delete", produce, compaction_runner=spark_task_runner(spark))
 
@@ -263,7 +264,7 @@ def spark_update(spark, target: DmlTarget, condition: ExpressionOrColumn | None,
     def produce(resolved: ResolvedTable, plan: ChangePlan) -> list[TaskResult]:
         shape = _shape(resolved)
         values = _assignments(assignments, shape.names, "set", alias)
-        frame = target_frame(spark, resolved, condition=condition)
+        frame, anything = target_frame(spark, resolved, condition=condition)
         if alias:
             frame = frame.alias(alias)
         matched = frame if cond is None else _analysis(lambda: frame.where(cond), "condition")
@@ -273,7 +274,7 @@ def spark_update(spark, target: DmlTarget, condition: ExpressionOrColumn | None,
         changes = _analysis(lambda: shape.rows(
             matched, shape.delete_side(UPDATE_DELETE, parts, frame[ROW_ID_COLUMN]),
             shape.insert_side(UPDATE_INSERT, new)), "set")
-        return write_change_rows(spark, changes, plan, shape)
+        return write_change_rows(spark, changes, plan, shape) if anything else []
 
     return run_dml(target, "update", produce, compaction_runner=spark_task_runner(spark))
 
@@ -301,7 +302,7 @@ def spark_merge(spark, target: DmlTarget, source: DataFrame, condition: Expressi
 
     def produce(resolved: ResolvedTable, plan: ChangePlan) -> list[TaskResult]:
         shape = _shape(resolved)
-        frame = target_frame(spark, resolved)
+        frame, _ = target_frame(spark, resolved)  # an empty target still meets the source
         if alias:
             frame = frame.alias(alias)
         marked = source.withColumn(_SOURCE_MARK, F.lit(True))
