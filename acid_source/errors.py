@@ -198,6 +198,23 @@ class TransactionStateError(MetastoreError):
         super().__init__(message)
 
 
+class StoreBehindStorageError(MetastoreError):
+    """The transaction store is behind the table's storage: directories of write ids (or
+    compaction outputs) it never handed out are already there - it was restored from an older
+    copy, or the table was dropped without ``purge`` and created again. A write would reuse
+    them and mix its rows with a history the store lost (lost appends come back, lost deletes
+    hit live rows), so every write refuses before any file is written and leaves the table as
+    it was. ``location`` names the table, ``write_id`` the write id that would have been used,
+    ``directories`` the ones already there. To recover, register the history on storage:
+    ``drop_table(location)`` (without purge), then ``create_table(location, schema, ...,
+    adopt=True)``; or write to a new location."""
+
+    def __init__(self, message: str, *, location: str | None = None, write_id: int | None = None,
+                 directories: tuple[str, ...] = (), url: str | None = None):
+        self.location, self.write_id, self.directories = location, write_id, tuple(directories)
+        super().__init__(message, url=url)
+
+
 class MetastoreNotFoundError(MetastoreError):
     """A transaction store was named explicitly but does not exist (a reader never creates one:
     it would treat every write id on disk as committed)."""
