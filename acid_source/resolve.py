@@ -12,7 +12,7 @@ Which writes count as committed:
   are hidden), also when an expert passes ``validWriteIds`` (it can only hide more);
 * a table the store does not know: it was written by another engine (Hive, Trino, Impala), so
   every write id on disk counts as committed unless ``validWriteIds`` / ``validTxns`` say
-  otherwise. A store that is named explicitly must exist.
+  otherwise. A store that is named (by argument or by $ACIDORC_METASTORE_URL) must exist.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from .layout.names import is_hidden, parse_dir_name
 from .layout.table_dirs import FULL_ACID, INSERT_ONLY, acid_state_for, data_files, discover_layout, has_acid_layout
 from .layout.writeids import ValidTxnList, ValidWriteIdList
 from .metastore import Metastore
-from .metastore.engine import check_shareable, sqlite_store_missing
+from .metastore.engine import check_shareable, named_url, sqlite_store_missing
 from .metastore.tableinfo import TableInfo
 from .options import ReadSpec
 from .scan.discovery import detect_table_kind
@@ -32,12 +32,14 @@ from .storage import Storage
 
 
 def open_store(url: str | None) -> Metastore | None:
-    """The transaction store a read asks. A reader never creates one: without an explicit URL
-    a store that does not exist yet knows no tables (None); an explicitly named store must
-    exist (MetastoreNotFoundError), and must be one other processes can see."""
-    if url is not None:
-        check_shareable(url)
-        return Metastore.existing(url)
+    """The transaction store a read asks. A reader never creates one. A named store (``url``,
+    else ``$ACIDORC_METASTORE_URL``) must exist (MetastoreNotFoundError) and be one other
+    processes can see; only the built-in default store, when it does not exist yet, knows no
+    tables (None)."""
+    named = named_url(url)
+    if named is not None:
+        check_shareable(named)
+        return Metastore.existing(named)
     if sqlite_store_missing(None):
         return None
     return Metastore(None)

@@ -16,6 +16,7 @@ from acid_source.errors import (
     SchemaError,
     TableNotRegisteredError,
 )
+from acid_source.metastore import Metastore
 from acid_source.table import AcidTable
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("day", pa.string())])
@@ -33,6 +34,7 @@ def ids(table: pa.Table) -> list[int]:
 def private_store(tmp_path, monkeypatch):
     """Each test its own transaction store (table names are unique per store)."""
     monkeypatch.setenv("ACIDORC_METASTORE_URL", f"sqlite:///{tmp_path}/store.db")
+    Metastore(f"sqlite:///{tmp_path}/store.db").list_tables()  # a named store must exist for reads
 
 
 @pytest.fixture

@@ -45,14 +45,29 @@ def default_url() -> str:
     return f"sqlite:///{home / 'metastore.db'}"
 
 
-def url_for_workers(url: str | None) -> str | None:
-    """The store URL to hand Spark's Python workers with a read: the one given, else this
-    process's default (workers may have started before it was chosen) unless it holds a
-    password (options show up in Spark's plans; workers then use their own environment)."""
+def named_url(url: str | os.PathLike | None) -> str | os.PathLike | None:
+    """The store a caller named: ``url``, else ``$ACIDORC_METASTORE_URL``; None when nothing
+    names one and the built-in default (``~/.acidorc/metastore.db``) is meant. A named store is
+    explicit however it was named: a reader requires it to exist. Only the built-in default may
+    be missing, which means a store that knows no tables yet."""
     if url is not None:
         return url
+    return settings.METASTORE_URL.get() or None
+
+
+def url_for_workers(url: str | None) -> str | None:
+    """The store URL to hand Spark's Python workers with a read: the one named (argument or
+    environment; workers may have started before it was chosen), else the built-in default if
+    it exists; None when it holds a password (options show up in Spark's plans; workers then
+    use their own environment) or when the built-in default does not exist (workers then find
+    "no store" too). A named store is handed on even when it is missing, so workers refuse it."""
+    named = named_url(url)
+    if named is not None:
+        if url is None and parse_url(named).password is not None:
+            return None
+        return os.fspath(named) if isinstance(named, os.PathLike) else named
     if sqlite_store_missing(None) or parse_url(None).password is not None:
-        return None  # (naming a store that does not exist would make the read refuse it)
+        return None
     return default_url()
 
 

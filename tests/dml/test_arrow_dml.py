@@ -10,6 +10,7 @@ import pytest
 
 from acid_source import create_table
 from acid_source.errors import InvalidArgumentError, SchemaError, TableNotRegisteredError, UnsupportedOperationError
+from acid_source.metastore import Metastore
 from acid_source.table import AcidTable
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string()), ("n", pa.int32()), ("p", pa.string())])
@@ -18,6 +19,7 @@ SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string()), ("n", pa.int32()), (
 @pytest.fixture(autouse=True)
 def private_store(tmp_path, monkeypatch):
     monkeypatch.setenv("ACIDORC_METASTORE_URL", f"sqlite:///{tmp_path}/store.db")
+    Metastore(f"sqlite:///{tmp_path}/store.db").list_tables()  # a named store must exist for reads
 
 
 def listing(root) -> list[str]:
