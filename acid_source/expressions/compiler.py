@@ -39,7 +39,16 @@ from .sqltypes import (
     is_string,
     is_timestamp,
 )
-from .values import cast_value, number_literal, parse_boolean, parse_date, parse_timestamp, to_scalar
+from .values import (
+    cast_value,
+    hex_literal,
+    number_literal,
+    parse_boolean,
+    parse_date,
+    parse_timestamp,
+    sql_number,
+    to_scalar,
+)
 
 # Arrow evaluates expressions recursively in C++; a few thousand levels overflow its stack.
 MAX_EXPRESSION_DEPTH = 1000
@@ -135,6 +144,8 @@ class Compiler:
 
     def _children(self, node) -> list:
         """The sub-expressions to compile before ``node``; rejects what is not supported."""
+        if literal_number(node) is not None or isinstance(node, exp.HexString):
+            return []  # a literal as a whole, its sign and type suffix included
         if isinstance(node, (exp.And, exp.Or)):
             return chain_operands(node, type(node))
         if isinstance(node, (exp.Paren, exp.Not, exp.Neg, exp.Abs, exp.Length, exp.Lower, exp.Upper)):
@@ -214,11 +225,17 @@ class Compiler:
             return self._column(node, [p.name for p in node.parts])
         if isinstance(node, exp.Dot):
             return self._dot(node)
-        if isinstance(node, exp.Literal):
-            if node.is_string:
-                return constant(node.this, pa.string())
+        number = literal_number(node)
+        if number is not None:
             try:
-                return constant(*number_literal(node.this))
+                return constant(*sql_number(number))
+            except ValueError as exc:
+                self.fail(node, str(exc))
+        if isinstance(node, exp.Literal) and node.is_string:
+            return constant(node.this, pa.string())
+        if isinstance(node, exp.HexString):
+            try:
+                return constant(hex_literal(node.this), pa.binary())
             except ValueError as exc:
                 self.fail(node, str(exc))
         if isinstance(node, exp.Boolean):
@@ -627,6 +644,22 @@ class Compiler:
         if isinstance(value, dt.datetime) and value.tzinfo is not None:  # constants hold UTC wall-clock times
             value = value.astimezone(dt.timezone.utc).replace(tzinfo=None)
         return constant(value, result.type)
+
+
+def literal_number(node) -> str | None:
+    """The text of a numeric literal, as written, that ``node`` is: a number; a number with a
+    type suffix (the lexer's ``NUMBER :: TYPE``: a cast of a literal whose text ends in the
+    suffix); either after a unary minus, which Spark reads as part of the literal (``-128Y`` is a
+    tinyint, ``-2147483648`` an int). None for anything else."""
+    sign = ""
+    if isinstance(node, exp.Neg):
+        sign, node = "-", node.this
+    if (isinstance(node, exp.Cast) and isinstance(node.this, exp.Literal) and not node.this.is_string
+            and node.this.this[-1:].isalpha()):
+        node = node.this
+    if isinstance(node, exp.Literal) and not node.is_string:
+        return sign + node.this
+    return None
 
 
 def chain_operands(node, cls) -> list:

@@ -19,12 +19,13 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
-from sqlglot.errors import ParseError, TokenError
+from sqlglot.errors import ParseError
 from sqlglot.tokens import Token, TokenType
 
 from ..errors import InvalidArgumentError
+from . import lexer
 
-DIALECT = "spark"
+DIALECT = lexer.DIALECT
 MAX_TEXT_LENGTH = 100_000
 MAX_NESTING = 200
 
@@ -64,17 +65,16 @@ def length_problem(text: str, what: str) -> str | None:
 
 
 def tokenize(text: str) -> tuple[list[Token], int | None]:
-    """The tokens, and where reading failed (or None): the first character after the last
-    token that could be read, i.e. the start of an unterminated string, quoted name or comment."""
-    tokenizer = Dialect.get_or_raise(DIALECT).tokenizer()
+    """The tokens (literals, quoted names and comments read by Spark's rules, see
+    :mod:`.lexer`), and where reading failed (or None): the start of an unterminated string,
+    quoted name or comment; the tokens are then those of the text before it."""
     try:
-        return tokenizer.tokenize(text), None
-    except TokenError:
-        tokens = list(getattr(tokenizer, "tokens", None) or [])
-        offset = tokens[-1].end + 1 if tokens else 0
-        while offset < len(text) and text[offset].isspace():
-            offset += 1
-        return tokens, offset
+        return lexer.tokenize(text), None
+    except lexer.UnreadableText as exc:
+        try:
+            return lexer.tokenize(text[:exc.offset]), exc.offset
+        except lexer.UnreadableText:
+            return [], exc.offset
 
 
 def too_deep_at(tokens: list[Token]) -> int | None:

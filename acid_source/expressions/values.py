@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import fractions
 import math
+import struct
 
 import pyarrow as pa
 
@@ -18,6 +20,7 @@ from . import sqltypes
 from .sqltypes import MAX_DECIMAL_PRECISION, describe, integer_range
 
 _DIGITS = frozenset("0123456789")
+_HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
 _TRUE = frozenset({"t", "true", "y", "yes", "1"})
 _FALSE = frozenset({"f", "false", "n", "no", "0"})
 _DECIMAL_CONTEXT = decimal.Context(prec=100, rounding=decimal.ROUND_HALF_UP)
@@ -66,6 +69,101 @@ def number_literal(text: str) -> tuple[object, pa.DataType]:
     if width > MAX_DECIMAL_PRECISION:
         raise ValueError(f"{text!r} has more than {MAX_DECIMAL_PRECISION} digits")
     return decimal.Decimal(integer), pa.decimal128(width, 0)
+
+
+_SUFFIX_TYPES = {"L": pa.int64(), "S": pa.int16(), "Y": pa.int8()}
+#: the bounds Spark checks F and D literals (and exponents) against: Scala BigDecimals of the
+#: types' largest values as Double.toString writes them
+_MAX_DOUBLE = decimal.Decimal("1.7976931348623157E+308")
+_MAX_FLOAT = decimal.Decimal("3.4028234663852886E+38")
+
+
+def sql_number(text: str) -> tuple[object, pa.DataType]:
+    """A numeric literal of Spark SQL as written, with its sign (``-1.5``, ``12``, ``.5``, ``1e3``,
+    ``1L``, ``1.5F``, ``2BD`` ...; see :mod:`.lexer`), typed as Spark's parser types it: an integer
+    is int, else bigint, else decimal(p,0); with a point decimal(p,s); with an exponent double;
+    ``L`` ``S`` ``Y`` ``F`` ``D`` ``BD`` bigint, smallint, tinyint, float, double, decimal.
+    ValueError where Spark refuses the literal: out of its type's range, more than 38 digits."""
+    sign, body = ("-", text[1:]) if text.startswith("-") else ("", text)
+    upper = body.upper()
+    suffix = "BD" if upper.endswith("BD") else upper[-1:] if upper[-1:] in ("L", "S", "Y", "F", "D") else ""
+    number = upper[:len(upper) - len(suffix)]
+    mantissa, has_power, power = number.partition("E")
+    whole, point, fraction = mantissa.partition(".")
+    power_digits = power[1:] if power[:1] in ("+", "-") else power
+    if (not (whole or fraction) or not _is_digits(whole + fraction)
+            or (has_power and not (power_digits and _is_digits(power_digits)))
+            or (suffix in _SUFFIX_TYPES and (point or has_power))):
+        raise ValueError(f"{text!r} is not a numeric literal")
+    exact = decimal.Decimal(sign + number)
+    if suffix in _SUFFIX_TYPES:
+        target = _SUFFIX_TYPES[suffix]
+        lo, hi = integer_range(target)
+        if not lo <= exact <= hi:
+            raise ValueError(f"numeric literal {sign}{number} is outside the valid range for {describe(target)} "
+                             f"({lo} to {hi})")
+        return int(exact), target
+    if suffix == "F":
+        if exact.copy_abs() > _MAX_FLOAT:
+            raise ValueError(f"numeric literal {sign}{number} is outside the valid range for float")
+        return _nearest_float(exact), pa.float32()
+    if suffix == "D" or (has_power and suffix != "BD"):
+        if exact.copy_abs() > _MAX_DOUBLE:
+            raise ValueError(f"numeric literal {sign}{number} is outside the valid range for double")
+        return float(sign + number), pa.float64()
+    if not point and not suffix:
+        integer = int(exact)
+        for t in (pa.int32(), pa.int64()):
+            lo, hi = integer_range(t)
+            if lo <= integer <= hi:
+                return integer, t
+    return _decimal_literal(exact, text)
+
+
+def _decimal_literal(exact: decimal.Decimal, text: str) -> tuple[decimal.Decimal, pa.DataType]:
+    """Spark's type of a literal Java BigDecimal: decimal(max(precision, scale), scale), a
+    negative scale (``1E2BD``) set to 0; more than 38 digits is an error."""
+    if exact == 0:
+        exact = exact.copy_abs()  # BigDecimal has no negative zero
+    _, digits, exponent = exact.as_tuple()
+    if not isinstance(exponent, int):
+        raise ValueError(f"{text!r} is not a numeric literal")
+    if exponent > 0:
+        exact = decimal.Decimal(int(exact))
+        _, digits, exponent = exact.as_tuple()
+        assert isinstance(exponent, int)  # a finite Decimal's exponent
+    scale = -exponent
+    precision = max(len(digits), scale, 1)
+    if precision > MAX_DECIMAL_PRECISION:
+        raise ValueError(f"the literal {text} needs decimal precision {precision}, more than the "
+                         f"{MAX_DECIMAL_PRECISION} Spark allows")
+    return exact, pa.decimal128(precision, scale)
+
+
+def _nearest_float(exact: decimal.Decimal) -> float:
+    """Java's Float.parseFloat: the 32-bit float nearest to ``exact``, ties to even, in one
+    rounding (through a double first, a decimal can round twice)."""
+    magnitude = fractions.Fraction(exact.copy_abs())  # abs() would round to the context precision
+    guess = _float32_bits(float(magnitude))
+    best = min((b for b in (guess - 1, guess, guess + 1) if 0 <= b < 0x7F800000),
+               key=lambda b: (abs(fractions.Fraction(_bits_float32(b)) - magnitude), b & 1))
+    return math.copysign(_bits_float32(best), -1.0 if exact.is_signed() else 1.0)
+
+
+def _float32_bits(value: float) -> int:
+    return struct.unpack("<I", struct.pack("<f", value))[0]
+
+
+def _bits_float32(bits: int) -> float:
+    return struct.unpack("<f", struct.pack("<I", bits))[0]
+
+
+def hex_literal(text: str) -> bytes:
+    """Spark's ``X'...'``: hex digits (an odd count is read with a leading 0). ValueError if
+    ``text`` holds anything else."""
+    if any(ch not in _HEX_DIGITS for ch in text):
+        raise ValueError(f"X{text!r} is not a binary literal: it may hold hex digits only")
+    return bytes.fromhex(("0" if len(text) % 2 else "") + text)
 
 
 def parse_boolean(text: str) -> bool:

@@ -273,7 +273,7 @@ def test_value_expressions_have_spark_types(text, data_type, expected):
     ("CAST('abc' AS int) = 1", "cannot cast 'abc' to int"),
     ("CAST(id AS array<int>) IS NULL", "unsupported type ARRAY<INT>"),
     ("CAST(id AS decimal(40,2)) = 1", "decimal(40,2) is not a valid type"),
-    ("id = 123456789012345678901234567890123456789", "has more than 38 digits"),
+    ("id = 123456789012345678901234567890123456789", "needs decimal precision 39, more than the 38 Spark allows"),
     ("id = ?", "parameters are not supported"),
     ("id AS x", "unexpected name 'x' after an expression (aliases are not allowed here) at line 1, column 7"),
     ("id = 1 x", "unexpected name 'x' after an expression"),
