@@ -5,7 +5,8 @@ these statements itself (sqlglot, Spark dialect) and runs them through the ``Aci
 builder. This module only parses: no Spark, no transaction store; it shares the bounds (size,
 nesting) and the error wording of :mod:`.parsing` with every other SQL text acidorc reads. Any other statement gives
 ``None``, so the caller can pass it to ``spark.sql`` unchanged. Conditions and expressions come
-back as Spark SQL text, the form the builder takes. Errors are
+back as the user's own text (the form the builder takes), never as sqlglot's re-rendering of
+them, which would carry sqlglot's reading of the literals into Spark. Errors are
 :class:`~acid_source.errors.InvalidArgumentError` about argument ``statement`` whose message
 shows the line, the column and the statement line with a ``^`` under the position, in plain
 text (sqlglot's own messages underline with terminal escape codes).
@@ -18,12 +19,15 @@ from typing import Mapping, Union
 from urllib.parse import urlsplit
 
 from sqlglot import exp
+from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import Token, TokenType
 
 from ..errors import InvalidArgumentError
 from .parsing import (
+    CLOSING,
     DIALECT,
+    OPENING,
     length_problem,
     nesting_problem,
     node_span,
@@ -153,9 +157,9 @@ def parse_statement(text: str) -> Statement | None:
         raise _error(text, deep, nesting_problem("statement"))
     node = _parse(text, tokens)
     if isinstance(node, exp.Update):
-        return _update(text, node)
+        return _update(text, tokens, node)
     if isinstance(node, exp.Delete):
-        return _delete(text, node)
+        return _delete(text, tokens, node)
     if isinstance(node, exp.Merge):
         return _merge(text, tokens, node)
     raise _error(text, tokens[0].start, f"cannot parse the {_DML_TOKENS[tokens[0].token_type]} statement")
@@ -181,7 +185,10 @@ def statement_target(text: str) -> TableRef | None:
     if end >= len(tokens):
         return None
     try:
-        table = exp.to_table(text[tokens[start].start:tokens[end].end + 1], dialect=DIALECT)
+        name = text[tokens[start].start:tokens[end].end + 1]
+        table = Dialect.get_or_raise(DIALECT).parser().parse_into(exp.Table, tokenize(name)[0], name)[0]
+        if not isinstance(table, exp.Table):
+            return None
         return _table_ref(text, table)
     except (ParseError, TokenError, InvalidArgumentError, ValueError):
         return None
@@ -205,19 +212,27 @@ def source_query(source: MergeSource, views: Mapping[TableRef, str]) -> str:
 
 
 # --- statements -----------------------------------------------------------------------------
-def _update(text: str, node: exp.Update) -> UpdateStatement:
+def _update(text: str, tokens: list[Token], node: exp.Update) -> UpdateStatement:
     _no_extra_clauses(text, node, "UPDATE", {"this", "expressions", "where"})
     target, alias = _target(text, node.this)
-    assignments = _assignments(text, node.expressions, target, alias, "SET")
-    return UpdateStatement(target, alias, assignments, _where(node))
+    end = _statement_end(tokens)
+    set_at = _find(tokens, TokenType.SET, 0, end)
+    where_at = _find(tokens, TokenType.WHERE, set_at + 1, end) if set_at is not None else None
+    if set_at is None:
+        raise _error(text, _start(node, text), "UPDATE: cannot find SET")
+    values = _assignment_texts(text, tokens, set_at + 1, end if where_at is None else where_at)
+    assignments = _assignments(text, node.expressions, target, alias, "SET", values)
+    return UpdateStatement(target, alias, assignments, _where(text, tokens, node, where_at, end))
 
 
-def _delete(text: str, node: exp.Delete) -> DeleteStatement:
+def _delete(text: str, tokens: list[Token], node: exp.Delete) -> DeleteStatement:
     if node.args.get("tables") and not node.this:
         raise _error(text, _start(node, text), "DELETE needs FROM: DELETE FROM table [WHERE condition]")
     _no_extra_clauses(text, node, "DELETE", {"this", "where"})
     target, alias = _target(text, node.this)
-    return DeleteStatement(target, alias, _where(node))
+    end = _statement_end(tokens)
+    where_at = _find(tokens, TokenType.WHERE, 0, end)
+    return DeleteStatement(target, alias, _where(text, tokens, node, where_at, end))
 
 
 def _merge(text: str, tokens: list[Token], node: exp.Merge) -> MergeStatement:
@@ -225,33 +240,50 @@ def _merge(text: str, tokens: list[Token], node: exp.Merge) -> MergeStatement:
     target, alias = _target(text, node.this)
     using = node.args["using"]
     source = _source(text, tokens, using)
-    offsets = _when_offsets(tokens)
+    end = _statement_end(tokens)
+    whens = _when_indexes(tokens)
+    offsets = [tokens[i].start for i in whens]
+    on_at = _find(tokens, TokenType.ON, _find(tokens, TokenType.USING, 0, end) or 0, end)
+    if on_at is None or not whens:
+        raise _error(text, _start(node, text), "MERGE: cannot find ON and the WHEN clauses")
     clauses = []
     for i, when in enumerate(node.args["whens"].expressions):  # sqlglot requires at least one
         at = offsets[i] if i < len(offsets) else _start(when, text)
-        clauses.append(_clause(text, when, target, alias, at))
+        if i >= len(whens):
+            raise _error(text, at, "MERGE: cannot read this WHEN clause")
+        clauses.append(_clause(text, tokens, when, target, alias, (whens[i], (whens + [end])[i + 1])))
     _check_clause_order(text, clauses, offsets)
-    return MergeStatement(target, alias, source, node.args["on"].sql(dialect=DIALECT), tuple(clauses))
+    return MergeStatement(target, alias, source, _text(text, tokens, on_at + 1, whens[0]), tuple(clauses))
 
 
-def _clause(text: str, when: exp.When, target: TableRef, alias: str | None, at: int) -> MergeClause:
+def _clause(text: str, tokens: list[Token], when: exp.When, target: TableRef, alias: str | None,
+            span: tuple[int, int]) -> MergeClause:
+    """One WHEN clause; ``span``: its tokens (from WHEN to before the next clause), where its
+    condition and values are read as written."""
+    first, stop = span
+    at = tokens[first].start
     kind = NOT_MATCHED_BY_SOURCE if when.args.get("source") else MATCHED if when.args.get("matched") else NOT_MATCHED
     then = when.args.get("then")
-    condition = when.args.get("condition")
-    cond = condition.sql(dialect=DIALECT) if condition is not None else None
+    then_at = _find(tokens, TokenType.THEN, first, stop)
+    and_at = _find(tokens, TokenType.AND, first, then_at) if then_at is not None else None
+    if then_at is None or (and_at is None) != (when.args.get("condition") is None):
+        raise _error(text, at, f"{_CLAUSE_TEXT[kind]}: cannot read the clause")
+    cond = _text(text, tokens, and_at + 1, then_at) if and_at is not None else None
     if isinstance(then, exp.Var) and then.name.upper() == DELETE.upper():
         action, assignments, star = DELETE, (), False
     elif isinstance(then, exp.Update):
         action = UPDATE
         star = len(then.expressions) == 1 and isinstance(then.expressions[0], exp.Star)
-        assignments = () if star else _assignments(text, then.expressions, target, alias, "UPDATE SET")
         if star and kind == NOT_MATCHED_BY_SOURCE:
             raise _error(text, at, "WHEN NOT MATCHED BY SOURCE cannot UPDATE SET * (there is no source row); "
                                    "name the columns")
+        set_at = _find(tokens, TokenType.SET, then_at + 1, stop)
+        values = _assignment_texts(text, tokens, set_at + 1, stop) if set_at is not None else []
+        assignments = () if star else _assignments(text, then.expressions, target, alias, "UPDATE SET", values)
     elif isinstance(then, exp.Insert):
         action = INSERT
         star = isinstance(then.this, exp.Star)
-        assignments = () if star else _insert_values(text, then, target, alias, at)
+        assignments = () if star else _insert_values(text, tokens, then, target, alias, (then_at + 1, stop), at)
     else:
         raise _error(text, at, f"{_CLAUSE_TEXT[kind]}: expected THEN UPDATE SET, THEN DELETE or THEN INSERT")
     if action not in _ALLOWED_ACTIONS[kind]:
@@ -360,9 +392,12 @@ def _is_location(name: str) -> bool:
     return bool(scheme) and name[len(scheme) + 1:].startswith("/")
 
 
-def _assignments(text: str, expressions, target: TableRef, alias: str | None, what: str):
+def _assignments(text: str, expressions, target: TableRef, alias: str | None, what: str, values: list[str]):
+    """``(column, value as written)`` pairs; ``values``: the texts of the values, in order."""
+    if len(values) != len(expressions):
+        raise _error(text, _start(expressions[0], text) if expressions else 0, f"{what}: cannot read the values")
     out: dict[str, tuple[str, str]] = {}
-    for node in expressions:
+    for node, value in zip(expressions, values):
         if not isinstance(node, exp.EQ) or not isinstance(node.this, (exp.Column, exp.Dot)):
             raise _error(text, _start(node, text), f"{what}: expected column = expression")
         column = _column_name(node.this, target, alias)
@@ -372,11 +407,12 @@ def _assignments(text: str, expressions, target: TableRef, alias: str | None, wh
                                                    f"target{qualifier}; only its own top-level columns can be set")
         if column.lower() in out:
             raise _error(text, _start(node, text), f"{what}: column {column!r} is assigned more than once")
-        out[column.lower()] = (column, node.expression.sql(dialect=DIALECT))
+        out[column.lower()] = (column, value)
     return tuple(out.values())
 
 
-def _insert_values(text: str, node: exp.Insert, target: TableRef, alias: str | None, at: int):
+def _insert_values(text: str, tokens: list[Token], node: exp.Insert, target: TableRef, alias: str | None,
+                   span: tuple[int, int], at: int):
     columns, values = node.this, node.expression
     if not isinstance(columns, exp.Tuple) or not isinstance(values, exp.Tuple):
         raise _error(text, at, "INSERT: expected INSERT * or INSERT (columns) VALUES (expressions)")
@@ -384,7 +420,12 @@ def _insert_values(text: str, node: exp.Insert, target: TableRef, alias: str | N
         raise _error(text, _start(values, text, at), f"INSERT names {len(columns.expressions)} columns but gives "
                                                      f"{len(values.expressions)} values")
     pairs = [exp.EQ(this=c, expression=v) for c, v in zip(columns.expressions, values.expressions)]
-    return _assignments(text, pairs, target, alias, "INSERT")
+    values_at = _find(tokens, TokenType.VALUES, *span)
+    texts: list[str] = []
+    if values_at is not None and tokens[values_at + 1].token_type == TokenType.L_PAREN:
+        close = _closing(tokens, values_at + 1, span[1])
+        texts = [_text(text, tokens, a, b) for a, b in _pieces(tokens, values_at + 2, close)]
+    return _assignments(text, pairs, target, alias, "INSERT", texts)
 
 
 def _column_name(node, target: TableRef, alias: str | None) -> str | None:
@@ -402,9 +443,74 @@ def _column_name(node, target: TableRef, alias: str | None) -> str | None:
     return parts[0] if len(parts) == 1 else None
 
 
-def _where(node) -> str | None:
-    where = node.args.get("where")
-    return where.this.sql(dialect=DIALECT) if where is not None else None
+def _where(text: str, tokens: list[Token], node, where_at: int | None, end: int) -> str | None:
+    """The WHERE condition as written (from after WHERE to the end of the statement)."""
+    if (where_at is None) != (node.args.get("where") is None):
+        raise _error(text, _start(node, text), "cannot find the WHERE condition")
+    return _text(text, tokens, where_at + 1, end) if where_at is not None else None
+
+
+# --- the statement's own text --------------------------------------------------------------
+# Conditions and values go to Spark (and to the compiler) as the user wrote them: sqlglot's
+# re-generated SQL is its reading of the text, not Spark's. The parse tree says what the parts
+# are; the tokens, split at the statement's top-level keywords, say where each one is written.
+def _text(text: str, tokens: list[Token], first: int, stop: int) -> str:
+    """The text of tokens ``first`` to ``stop`` (exclusive), comments between them included."""
+    return text[tokens[first].start:tokens[stop - 1].end + 1] if first < stop else ""
+
+
+def _statement_end(tokens: list[Token]) -> int:
+    """The index after the statement's last token (trailing semicolons aside)."""
+    end = len(tokens)
+    while end and tokens[end - 1].token_type == TokenType.SEMICOLON:
+        end -= 1
+    return end
+
+
+def _top_level(tokens: list[Token], first: int, stop: int):
+    """Indexes of the tokens from ``first`` to ``stop`` outside parentheses, brackets and CASE."""
+    depth = 0
+    for i in range(first, stop):
+        kind = tokens[i].token_type
+        if kind in OPENING:
+            depth += 1
+        elif kind in CLOSING:
+            depth = max(0, depth - 1)
+        elif depth == 0:
+            yield i
+
+
+def _find(tokens: list[Token], kind: TokenType, first: int, stop: int) -> int | None:
+    return next((i for i in _top_level(tokens, first, stop) if tokens[i].token_type == kind), None)
+
+
+def _closing(tokens: list[Token], opening: int, stop: int) -> int:
+    """The index of the parenthesis closing the one at ``opening`` (``stop`` if none does)."""
+    depth = 0
+    for i in range(opening, stop):
+        if tokens[i].token_type in OPENING:
+            depth += 1
+        elif tokens[i].token_type in CLOSING:
+            depth -= 1
+            if depth == 0:
+                return i
+    return stop
+
+
+def _pieces(tokens: list[Token], first: int, stop: int) -> list[tuple[int, int]]:
+    """The top-level comma-separated runs of tokens from ``first`` to ``stop``."""
+    cuts = [i for i in _top_level(tokens, first, stop) if tokens[i].token_type == TokenType.COMMA]
+    bounds = [first - 1] + cuts + [stop]
+    return [(bounds[k] + 1, bounds[k + 1]) for k in range(len(bounds) - 1)]
+
+
+def _assignment_texts(text: str, tokens: list[Token], first: int, stop: int) -> list[str]:
+    """The values of ``column = value, ...`` as written."""
+    texts = []
+    for a, b in _pieces(tokens, first, stop):
+        eq = _find(tokens, TokenType.EQ, a, b)
+        texts.append(_text(text, tokens, eq + 1, b) if eq is not None else "")
+    return texts
 
 
 def _no_extra_clauses(text: str, node, statement: str, allowed: set[str]) -> None:
@@ -466,19 +572,6 @@ def _start(node, text: str, default: int = 0) -> int:
     return span[0] if span else default
 
 
-def _when_offsets(tokens: list[Token]) -> list[int]:
-    """Where each top-level WHEN of a MERGE starts (CASE ... WHEN inside expressions skipped)."""
-    offsets, depth, cases = [], 0, 0
-    for token in tokens:
-        kind = token.token_type
-        if kind in (TokenType.L_PAREN, TokenType.L_BRACKET):
-            depth += 1
-        elif kind in (TokenType.R_PAREN, TokenType.R_BRACKET):
-            depth = max(0, depth - 1)
-        elif kind == TokenType.CASE:
-            cases += 1
-        elif kind == TokenType.END:
-            cases = max(0, cases - 1)
-        elif kind == TokenType.WHEN and depth == 0 and cases == 0:
-            offsets.append(token.start)
-    return offsets
+def _when_indexes(tokens: list[Token]) -> list[int]:
+    """The index of each top-level WHEN of a MERGE (CASE ... WHEN inside expressions skipped)."""
+    return [i for i in _top_level(tokens, 0, len(tokens)) if tokens[i].token_type == TokenType.WHEN]

@@ -72,11 +72,11 @@ def test_time_travel_on_the_target_is_recorded_for_the_caller_to_refuse():
     assert s.target == TableRef(path="/p", version=("TIMESTAMP", "2024-01-01 00:00:00"))
 
 
-def test_update_expressions_are_rendered_as_spark_sql():
+def test_update_expressions_are_the_text_as_written():
     s = parse_statement("UPDATE t SET a = CASE WHEN b <=> NULL THEN upper(c) ELSE c END, "
                         "d = date'2024-01-01' + INTERVAL 1 DAY WHERE arr[0] = m['k'] OR NOT id IN (1, 2)")
-    assert s.assignments == (("a", "CASE WHEN b IS NOT DISTINCT FROM NULL THEN UPPER(c) ELSE c END"),
-                             ("d", "CAST('2024-01-01' AS DATE) + INTERVAL '1' DAY"))
+    assert s.assignments == (("a", "CASE WHEN b <=> NULL THEN upper(c) ELSE c END"),
+                             ("d", "date'2024-01-01' + INTERVAL 1 DAY"))
     assert s.condition == "arr[0] = m['k'] OR NOT id IN (1, 2)"
 
 
@@ -109,7 +109,7 @@ def test_merge_every_clause_kind_in_statement_order():
         MergeClause("matched", "delete", "s.op = 'd'"),
         MergeClause("matched", "update", "s.op = 'u'", (("v", "s.v"), ("n", "t.n + 1"))),
         MergeClause("matched", "update", None, (), star=True),
-        MergeClause("not_matched", "insert", "s.op = 'i'", (("id", "s.id"), ("v", "UPPER(s.v)"))),
+        MergeClause("not_matched", "insert", "s.op = 'i'", (("id", "s.id"), ("v", "upper(s.v)"))),
         MergeClause("not_matched", "insert", None, (), star=True),
         MergeClause("not_matched_by_source", "update", "t.n > 9", (("n", "0"),)),
         MergeClause("not_matched_by_source", "delete", None),
@@ -292,3 +292,30 @@ def test_the_error_pickles_with_its_message():
 ])
 def test_statement_target_is_best_effort(statement, target):
     assert statement_target(statement) == target
+
+
+# --- literals mean what Spark reads, and Spark gets the user's text (issue 18) -------------------
+def test_conditions_and_values_are_the_text_as_written():
+    """Spark receives each condition and value exactly as the user wrote it: a re-generated text
+    would carry sqlglot's reading of the literals (``'n''8'`` as ``CONCAT('n', '8')``)."""
+    s = parse_statement("DELETE FROM acidorc.`/t` WHERE name = 'n''8'")
+    assert s == DeleteStatement(TableRef(path="/t"), None, "name = 'n''8'")
+    s = parse_statement("UPDATE t SET name = 'it''s; ok', n = -1L, `a``b` = X'0A' /* c */ "
+                        "WHERE (a = 1) OR (b = 'x' \"y\") -- trailing\n;")
+    assert s.assignments == (("name", "'it''s; ok'"), ("n", "-1L"), ("a`b", "X'0A'"))
+    assert s.condition == "(a = 1) OR (b = 'x' \"y\")"
+    s = parse_statement("MERGE INTO t USING s ON (t.id = s.id) AND s.v <> 'a\\'b' "
+                        "WHEN MATCHED AND CASE WHEN s.x THEN 1 ELSE 2 END = 1 THEN UPDATE SET v = 'a''b', n = 1.5BD "
+                        "WHEN NOT MATCHED AND s.v = r'\\d' THEN INSERT (id, v) VALUES (s.id, concat(s.v, '''')) "
+                        "WHEN NOT MATCHED BY SOURCE AND t.v = '''' THEN DELETE")
+    assert s.condition == "(t.id = s.id) AND s.v <> 'a\\'b'"
+    assert s.clauses == (
+        MergeClause("matched", "update", "CASE WHEN s.x THEN 1 ELSE 2 END = 1", (("v", "'a''b'"), ("n", "1.5BD"))),
+        MergeClause("not_matched", "insert", "s.v = r'\\d'", (("id", "s.id"), ("v", "concat(s.v, '''')"))),
+        MergeClause("not_matched_by_source", "delete", "t.v = ''''"),
+    )
+
+
+def test_a_doubled_quote_is_one_quote_in_names_and_paths():
+    assert parse_statement("DELETE FROM acidorc.`/w/it``s` WHERE a = 1").target == TableRef(path="/w/it`s")
+    assert parse_statement("UPDATE `my db`.`t``1` SET `x y` = 1").target == TableRef(("my db", "t`1"))
