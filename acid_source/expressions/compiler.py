@@ -107,6 +107,73 @@ def _literal_text(typed: Typed) -> str:
     return cast_value(typed.value, typed.type, pa.string())
 
 
+# -- floating-point comparisons -------------------------------------------------------------
+# Spark orders NaN above every other value (+inf included) and equal to itself; IEEE (and so
+# Arrow) makes every comparison with NaN false. -0.0 = 0.0 in both. The helpers below build
+# Spark's answer from Arrow's with the non-Kleene "and" / "or" (NULL in, NULL out), so a
+# comparison with NULL stays NULL; constants that decide nothing are left out.
+
+def _is_nan(item: Typed) -> Typed:
+    if item.is_constant:
+        return constant(math.isnan(item.value), pa.bool_())
+    return _call("is_nan", [item], pa.bool_())
+
+
+def _not(item: Typed) -> Typed:
+    return constant(not item.value, pa.bool_()) if item.is_constant else _call("invert", [item], pa.bool_())
+
+
+def _and(a: Typed, b: Typed) -> Typed:
+    if a.is_constant and a.value is True:
+        return b
+    if b.is_constant and b.value is True:
+        return a
+    return _call("and", [a, b], pa.bool_())
+
+
+def _or(a: Typed, b: Typed) -> Typed:
+    if a.is_constant and a.value is False:
+        return b
+    if b.is_constant and b.value is False:
+        return a
+    return _call("or", [a, b], pa.bool_())
+
+
+def _float_compare(function: str, left: Typed, right: Typed) -> Typed:
+    """``left <function> right`` on two floating-point operands of one type, as Spark orders
+    them (no operand is a NULL constant)."""
+    if function in ("less", "less_equal"):  # a < b is b > a
+        function, left, right = function.replace("less", "greater"), right, left
+    if function in ("equal", "not_equal"):
+        equal = _or(_call("equal", [left, right], pa.bool_()), _and(_is_nan(left), _is_nan(right)))
+        return equal if function == "equal" else _not(equal)
+    ordered = _call(function, [left, right], pa.bool_())
+    if function == "greater":  # NaN > x unless x is NaN too
+        return _and(_not(_is_nan(right)), _or(_is_nan(left), ordered))
+    return _or(_is_nan(left), _and(_not(_is_nan(right)), ordered))  # greater_equal: NaN >= everything
+
+
+def _float_in(value: Typed, present: list, target: pa.DataType) -> Typed:
+    """``value IN (present...)`` for a non-NULL floating-point value and non-NULL constants:
+    Arrow's set lookup tells -0.0 from 0.0 (Spark does not), so zeros and NaN are tested apart."""
+    zero = any(v == 0 for v in present)
+    nan = any(math.isnan(v) for v in present)
+    rest = [v for v in present if v != 0 and not math.isnan(v)]
+    terms = []
+    if rest:
+        terms.append(_call("is_in", [value], pa.bool_(), pc.SetLookupOptions(pa.array(rest, type=target))))
+    if zero:
+        terms.append(_call("equal", [value, constant(0.0, target)], pa.bool_()))
+    if nan:
+        terms.append(_is_nan(value))
+    if not terms:
+        return constant(False, pa.bool_())
+    hit = terms[0]
+    for term in terms[1:]:
+        hit = _or(hit, term)
+    return hit
+
+
 class Compiler:
     """One compilation of ``text`` against ``schema``; errors name ``argument``."""
 
@@ -367,6 +434,9 @@ class Compiler:
         is compared with a date, a number, ..."""
         text = item.value
         try:
+            if is_floating(target) and text.strip().lower().lstrip("+-") in ("nan", "inf", "infinity"):
+                # 'NaN', 'Infinity', '-inf', ...: Spark's CAST to double reads them (cast_value does)
+                return constant(cast_value(text, pa.string(), pa.float64()), pa.float64())
             if is_numeric(target):
                 return constant(*number_literal(text))
             if is_date(target):
@@ -493,6 +563,8 @@ class Compiler:
         (left, right), target = self._unify(node, [left, right], "compare")
         if is_null(target) or (left.is_constant and left.value is None) or (right.is_constant and right.value is None):
             return _null_bool()
+        if is_floating(target):
+            return self._fold(_float_compare(function, left, right), [left, right])
         return self._fold(_call(function, [left, right], pa.bool_()), [left, right])
 
     def _null_safe_equal(self, node, left: Typed, right: Typed) -> Typed:
@@ -513,7 +585,8 @@ class Compiler:
                            pa.bool_())
         both_null = _call("and", [_call("is_null", [left], pa.bool_()), _call("is_null", [right], pa.bool_())],
                           pa.bool_())
-        equal = _call("equal", [left, right], pa.bool_())
+        equal = (_float_compare("equal", left, right) if is_floating(target)
+                 else _call("equal", [left, right], pa.bool_()))
         return self._fold(_call("if_else", [both_valid, equal, both_null], pa.bool_()), [left, right])
 
     def _in(self, node, value: Typed, options: list[Typed]) -> Typed:
@@ -530,8 +603,11 @@ class Compiler:
         if is_null(target) or (value.is_constant and value.value is None):
             return _null_bool()
         present = [o.value for o in options if o.value is not None]
-        hit = _call("is_in", [value], pa.bool_(),
-                    pc.SetLookupOptions(pa.array(present, type=target), skip_nulls=True))
+        if is_floating(target):
+            hit = _float_in(value, present, target)
+        else:
+            hit = _call("is_in", [value], pa.bool_(),
+                        pc.SetLookupOptions(pa.array(present, type=target), skip_nulls=True))
         if len(present) < len(options):  # NULL in the list: no match is unknown, not false
             hit = _call("if_else", [hit, constant(True, pa.bool_()), _null_bool()], pa.bool_())
         result = _call("if_else", [_call("is_null", [value], pa.bool_()), _null_bool(), hit], pa.bool_())

@@ -1,13 +1,13 @@
 """Which conditions a reader may use to pre-filter rows for Spark.
 
-The compiler follows Spark SQL's semantics but documents where it differs (NaN ordering,
-integer overflow, decimal precision beyond 38 digits, wall-clock timestamp literals, Unicode
-case mapping). A reader that pre-filters rows for a Spark query must never drop a row Spark
-would keep, so it may only use conditions built from parts whose results are identical:
-comparisons, IN, BETWEEN, IS [NOT] NULL and boolean logic over plain columns of integer,
-string, boolean, date or decimal type and literals (:func:`is_spark_exact`). Floating-point
-columns differ only on NaN (Spark orders NaN above every number and equal to itself), so
-:func:`reader_prefilter` lets rows with a NaN in such a column through for Spark to decide.
+The compiler follows Spark SQL's semantics but documents where it differs (integer overflow,
+decimal precision beyond 38 digits, wall-clock timestamp literals, Unicode case mapping). A
+reader that pre-filters rows for a Spark query must never drop a row Spark would keep, so it
+may only use conditions built from parts whose results are identical: comparisons, IN,
+BETWEEN, IS [NOT] NULL and boolean logic over plain columns of integer, floating-point,
+string, boolean, date or decimal type and literals (:func:`is_spark_exact`). Comparisons of
+floating-point values order NaN as Spark does (above every number, equal to itself;
+tests/spark/test_nan_semantics.py checks them against Spark).
 """
 
 from __future__ import annotations
@@ -25,33 +25,25 @@ _EXACT_NODES = (
 )
 
 
-def _exact_type(t: pa.DataType, floats: bool = False) -> bool:
-    return (pa.types.is_integer(t) or pa.types.is_string(t) or pa.types.is_large_string(t)
-            or pa.types.is_boolean(t) or pa.types.is_date(t) or pa.types.is_decimal(t)
-            or (floats and pa.types.is_floating(t)))
+def _exact_type(t: pa.DataType) -> bool:
+    return (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_string(t)
+            or pa.types.is_large_string(t) or pa.types.is_boolean(t) or pa.types.is_date(t)
+            or pa.types.is_decimal(t))
 
 
 def is_spark_exact(text: str, schema: pa.Schema) -> bool:
     """True when ``text`` only uses parts whose compiled results equal Spark SQL's, and names
     only top-level, unqualified columns of ``schema`` with exactly comparable types."""
-    return _columns_if_simple(text, schema, floats=False) is not None
+    return _columns_if_simple(text, schema) is not None
 
 
 def reader_prefilter(text: str, schema: pa.Schema) -> str | None:
-    """A condition for the reader that keeps every row ``text`` keeps in Spark SQL (and, apart
-    from rows holding NaN, no other), or None when there is none."""
-    columns = _columns_if_simple(text, schema, floats=True)
-    if columns is None:
-        return None
-    floats = sorted({c for c in columns if pa.types.is_floating(schema.field(c).type)})
-    if not floats:
-        return text
-    # x <> x holds exactly for NaN: such rows go to Spark, which orders NaN its own way
-    escapes = " OR ".join(f"`{c}` <> `{c}`" for c in floats)
-    return f"({text}) OR {escapes}"
+    """A condition for the reader that keeps exactly the rows ``text`` keeps in Spark SQL, or
+    None when there is none."""
+    return text if is_spark_exact(text, schema) else None
 
 
-def _columns_if_simple(text: str, schema: pa.Schema, *, floats: bool) -> list[str] | None:
+def _columns_if_simple(text: str, schema: pa.Schema) -> list[str] | None:
     try:
         tree = parse_expression(text, "condition")
     except InvalidArgumentError:
@@ -63,7 +55,7 @@ def _columns_if_simple(text: str, schema: pa.Schema, *, floats: bool) -> list[st
             return None
         if isinstance(node, exp.Column):
             name = names.get(node.name.lower())
-            if node.table or name is None or not _exact_type(schema.field(name).type, floats):
+            if node.table or name is None or not _exact_type(schema.field(name).type):
                 return None
             columns.append(name)
         if isinstance(node, exp.Literal) and not node.is_string and "." in node.this:
