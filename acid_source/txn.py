@@ -30,8 +30,11 @@ from .faults import crash_point
 from .heartbeat import HeartbeatThread, spawn_heartbeat_process
 from .storage import Storage
 
-if TYPE_CHECKING:  # the store (SQLAlchemy) is imported only where it is used: a TransactionRef
-    from .metastore import Metastore  # travels through Spark's workers
+# The store (SQLAlchemy) is imported only where it is used: a TransactionRef travels through
+# Spark's workers.
+if TYPE_CHECKING:
+    from .layout.table_dirs import TableLayout
+    from .metastore import Metastore
     from .metastore.transactions import Recheck
 
 OPEN, COMMITTED, ABORTED = "open", "committed", "aborted"
@@ -127,11 +130,21 @@ class Transaction:
         return TransactionRef(self.txn_id, self.metastore.url, has_secret)
 
     # --- write ids -------------------------------------------------------------------------
-    def allocate_write_id(self, table_id: int, storage: Storage) -> int:
+    def allocate_write_id(self, table_id: int, storage: Storage, *, listed: "TableLayout | None" = None) -> int:
         """The transaction's write id on a table (the same one on every call); ``storage`` is
-        where its files go, so an abort can remove them."""
+        where its files go, so an abort can remove them.
+
+        A write never writes into a directory that already exists: the table's ACID
+        directories, in ``listed`` (a listing the caller took before this call) or listed here,
+        must all be of write ids the store handed out. Otherwise the store is behind the
+        storage and :class:`~acid_source.errors.StoreBehindStorageError` is raised before any
+        write id is allocated or recorded, so an abort removes nothing of the directories
+        found."""
+        from .layout.ids_on_storage import ids_on_storage, list_ids_on_storage
+
         self._require_open("allocate a write id in")
-        write_id = self.metastore.allocate_write_id(self.txn_id, table_id)
+        on_storage = list_ids_on_storage(storage) if listed is None else ids_on_storage(listed)
+        write_id = self.metastore.allocate_write_id(self.txn_id, table_id, on_storage=on_storage)
         self._written.setdefault(table_id, (storage, write_id, set()))
         return write_id
 

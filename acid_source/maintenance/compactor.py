@@ -27,7 +27,9 @@ from typing import Any, Callable, Collection, Mapping
 
 from ..commit import COMPACTION, after_commit, record_results
 from ..completeness import check_inputs, listed_snapshot, missing_data_error
-from ..layout.table_dirs import FULL_ACID, INSERT_ONLY
+from ..errors import StoreBehindStorageError
+from ..layout.ids_on_storage import ids_on_storage
+from ..layout.table_dirs import FULL_ACID, INSERT_ONLY, TableLayout
 from ..resolve import registered_table
 from ..scan.resolved import ResolvedTable
 from ..storage import Storage
@@ -60,6 +62,8 @@ def compact_table(location: str, kind: str, *, partition_filter: str | None = No
         (write_ids, txns), layout, gaps = listed_snapshot(store, info, storage, lambda: store.snapshot(info.table_id))
         if gaps:
             raise missing_data_error(layout, gaps, f"compact {info.location}")
+        # a store behind the storage never compacts: its outputs could take existing names
+        store.refuse_if_behind(info.table_id, ids_on_storage(layout))
         table = ResolvedTable(storage, info.location, layout, write_ids, txns,
                               INSERT_ONLY if info.insert_only else FULL_ACID, info)
         plan = plan_compaction(table, kind, txn.txn_id, partition_filter=partition_filter, partitions=partitions)
@@ -67,6 +71,7 @@ def compact_table(location: str, kind: str, *, partition_filter: str | None = No
             txn.abort("nothing to compact")
             return _metrics(plan, [])
         check_inputs(store, info, layout, plan.objects, plan.write_ids, plan.kind)
+        _refuse_existing_outputs(store, layout, plan)  # before they are recorded: an abort removes those
         txn.record_written(info.table_id, plan.output_dirs, storage=storage, no_write_id=True)
         for directory in plan.output_dirs:
             prepare_output_dir(storage, directory, plan.table_kind)
@@ -79,6 +84,22 @@ def compact_table(location: str, kind: str, *, partition_filter: str | None = No
     metrics.update(after_commit(COMPACTION, info.location, store, metrics["partitions"],
                                 storage_options=options, metastore_url=metastore_url))
     return metrics
+
+
+def _refuse_existing_outputs(store, layout: TableLayout, plan: CompactionPlan) -> None:
+    """A compaction never writes into a directory that exists: its ``_vT`` names carry its own
+    transaction id, so one already listed was left by a history the store has lost (transaction
+    ids handed out again after the store was restored from an older copy)."""
+    listed = {e.path for entries in layout.listings.values() for e in entries}
+    taken = sorted(layout.storage.display(d) for d in plan.output_dirs if d in listed)
+    if taken:
+        raise StoreBehindStorageError(
+            f"the transaction store {store.url} is behind the storage of {layout.storage.display()}: compaction "
+            f"transaction {plan.txn_id} would write {', '.join(taken)}, which already exist(s); transaction ids "
+            "are being handed out again (was the store restored from an older copy?). Nothing was written. To "
+            f"recover, register the history on storage: acid_source.drop_table({layout.storage.display()!r}) (the "
+            "files stay), then acid_source.create_table(..., adopt=True); or write to a new location",
+            location=layout.storage.display(), directories=tuple(taken), url=store.url)
 
 
 def _fill_empty_outputs(plan: CompactionPlan, results: list[TaskResult]) -> None:

@@ -12,12 +12,16 @@ import os
 import socket
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from sqlalchemy import and_, exists, insert, or_, select, update
 
-from ..errors import ConflictError, InvalidArgumentError
+from ..errors import ConflictError, InvalidArgumentError, StoreBehindStorageError
 from .base import ABORTED, COMMITTED, OPEN, StoreBase, as_id, as_seconds, chunks
 from .schema import tables, txn_components, txn_write_ids, txns
+
+if TYPE_CHECKING:
+    from ..layout.ids_on_storage import IdsOnStorage
 
 #: What a commit did; the conflict rules depend on it (DESIGN.md, "Concurrency rules").
 OPERATIONS = ("insert", "insert_overwrite", "update", "delete", "merge", "compaction")
@@ -108,9 +112,15 @@ class TransactionsMixin(StoreBase):
 
         return self._run(op, write=True, what="open a transaction")
 
-    def allocate_write_id(self, txn_id: int, table_id: int) -> int:
+    def allocate_write_id(self, txn_id: int, table_id: int, *, on_storage: "IdsOnStorage | None" = None) -> int:
         """The write id of ``txn_id`` on the table: the next one (1, 2, 3, ...) on the first
-        call, the same one on later calls. Counts as a heartbeat."""
+        call, the same one on later calls. Counts as a heartbeat.
+
+        ``on_storage``: the table's ACID directories, listed before this call. If one holds a
+        write id above the table's high-water mark (or a ``_vT`` above the highest transaction
+        id), this store never handed it out: the first call raises
+        :class:`StoreBehindStorageError` and allocates nothing (no aborted write id is left for
+        the clean-up of aborted writes to remove the directories of)."""
         txn_id = as_id(txn_id, "txn_id")
         table_id = as_id(table_id, "table_id")
 
@@ -120,7 +130,9 @@ class TransactionsMixin(StoreBase):
             existing = conn.execute(select(txn_write_ids.c.write_id).where(
                 txn_write_ids.c.txn_id == txn_id, txn_write_ids.c.table_id == table_id)).scalar()
             if existing is None:
-                self._table_row(conn, table_id, lock=True)
+                table = self._table_row(conn, table_id, lock=True)
+                if on_storage is not None:
+                    self._refuse_if_behind(conn, table, on_storage)
                 bump = (update(tables).where(tables.c.table_id == table_id)
                         .values(write_id_hwm=tables.c.write_id_hwm + 1))
                 if conn.dialect.update_returning:
@@ -134,6 +146,24 @@ class TransactionsMixin(StoreBase):
             return existing
 
         return self._run(op, write=True, what=f"allocate a write id for transaction {txn_id}")
+
+    def refuse_if_behind(self, table_id: int, on_storage: "IdsOnStorage") -> None:
+        """:class:`StoreBehindStorageError` if ``on_storage`` (a listing taken before this
+        call) holds a directory this store never handed out: what a write without a write id
+        of its own (a compaction) checks before it writes anything. The high-water marks are
+        read after the listing, so a concurrent writer's directories never count."""
+        table_id = as_id(table_id, "table_id")
+        self._run(lambda conn: self._refuse_if_behind(conn, self._table_row(conn, table_id), on_storage),
+                  write=False, what=f"check the ids of table {table_id} against its storage")
+
+    def _refuse_if_behind(self, conn, table, on_storage: "IdsOnStorage") -> None:
+        txn_hwm = self._current(conn, "txn_id")
+        if on_storage.write_id <= table.write_id_hwm and on_storage.txn_id <= txn_hwm:
+            return
+        raise StoreBehindStorageError(
+            on_storage.behind_message(self.url, table.write_id_hwm, txn_hwm), location=table.location,
+            write_id=table.write_id_hwm + 1, directories=tuple(on_storage.above(table.write_id_hwm, txn_hwm)),
+            url=self.url)
 
     def heartbeat(self, txn_id: int) -> None:
         """Mark the transaction alive; :class:`TransactionStateError` unless it is open."""
