@@ -7,8 +7,12 @@ import os
 import pyarrow as pa
 
 from .ddl import parse_ddl_schema, parse_json_schema
-from .errors import InvalidArgumentError, SchemaError
+from .errors import InvalidArgumentError, SchemaError, StoreBehindStorageError, TableNotFoundError
+from .layout.ids_on_storage import ids_on_storage
+from .layout.names import parse_dir_name
+from .layout.table_dirs import INSERT_ONLY, TableLayout, discover_layout, has_acid_layout
 from .metastore import Metastore
+from .metastore.catalog import AdoptedHistory
 from .metastore.tableinfo import TableInfo, normalize_location
 from .storage import Storage, option_pairs
 
@@ -41,7 +45,7 @@ def _location(location) -> str:
 
 def create_table(location: str | os.PathLike, schema, *, name: str | None = None, partition_columns=(),
                  bucket_columns=(), num_buckets: int = 0, insert_only: bool = False,
-                 compression: str = "zlib", if_not_exists: bool = False,
+                 compression: str = "zlib", if_not_exists: bool = False, adopt: bool = False,
                  metastore_url: str | None = None, storage_options=None) -> TableInfo:
     """Create an empty ACID table at ``location`` and register it in the metastore.
 
@@ -51,6 +55,15 @@ def create_table(location: str | os.PathLike, schema, *, name: str | None = None
     zlib (default), snappy, zstd, lz4 or uncompressed (``none``). ``storage_options``: fsspec
     options for the location (e.g. ``{"key": ..., "secret": ..., "client_kwargs":
     {"endpoint_url": ...}}`` for S3).
+
+    A location that already holds ACID directories (base, delta, delete delta: a table dropped
+    without purge, or one whose store was lost or restored from an older copy) is refused with
+    :class:`~acid_source.errors.StoreBehindStorageError`: new write ids would collide with the
+    old directories and bring back rows deleted long ago. ``adopt=True`` registers that
+    history instead (:class:`~acid_source.metastore.catalog.AdoptedHistory`): every write id on
+    storage reads as committed, the history starts with one ``adopt`` entry whose version is the
+    highest write id on storage, and new writes get write ids above it. The layout on storage
+    (partition columns, full or insert-only) must match the arguments.
 
     Storage is written first: the root directory on a local disk, the table marker
     ``_acidorc_table`` elsewhere (it is what makes an empty table exist on an object store).
@@ -63,22 +76,25 @@ def create_table(location: str | os.PathLike, schema, *, name: str | None = None
     """
     location = normalize_location(_location(location))
     arrow_schema = table_schema(schema)
-    for argument, value in (("insert_only", insert_only), ("if_not_exists", if_not_exists)):
+    for argument, value in (("insert_only", insert_only), ("if_not_exists", if_not_exists), ("adopt", adopt)):
         if not isinstance(value, bool):
             raise InvalidArgumentError(argument, f"expected True or False, got {value!r}")
     storage = Storage(location, option_pairs(storage_options))
     with Metastore(metastore_url) as metastore:
         existing = metastore.find_table(location)
-        wrote_marker, root_existed = False, True
+        wrote_marker, root_existed, adopted = False, True, None
         if existing is None or if_not_exists:  # else the store refuses it: leave storage alone
             with storage.failures("looking at the table location"):
                 root_existed = storage.exists(storage.root)
+            if existing is None and root_existed:
+                adopted = history_on_storage(storage, metastore.url, adopt=adopt, schema=arrow_schema,
+                                             partition_columns=partition_columns, insert_only=insert_only)
             wrote_marker = storage.write_marker()
         try:
             return metastore.create_table(
                 location, arrow_schema, name=name, partition_columns=partition_columns,
                 bucket_columns=bucket_columns, num_buckets=num_buckets, insert_only=insert_only,
-                compression=compression, if_not_exists=if_not_exists)
+                compression=compression, if_not_exists=if_not_exists, adopted=adopted)
         except BaseException:
             if wrote_marker:  # not registered after all: take back what this call wrote
                 with storage.failures("removing the table marker again"):
@@ -87,6 +103,67 @@ def create_table(location: str | os.PathLike, schema, *, name: str | None = None
                     if not root_existed:
                         _remove_if_empty(storage)
             raise
+
+
+def history_on_storage(storage: Storage, url: str, *, adopt: bool = False, schema: pa.Schema | None = None,
+                       partition_columns=(), insert_only: bool = False,
+                       layout: TableLayout | None = None) -> AdoptedHistory | None:
+    """The ACID history at a location about to be registered (``layout``: its listing, if
+    taken already): None when there is none; :class:`StoreBehindStorageError` unless ``adopt``
+    (new write ids would reuse its directories); else what :meth:`Metastore.create_table`
+    registers with the table, once the layout on storage matches ``schema``,
+    ``partition_columns`` and ``insert_only``."""
+    if layout is None:
+        with storage.failures("listing the table location"):
+            if not storage.is_dir(storage.root):
+                return None
+        try:
+            layout = discover_layout(storage)
+        except TableNotFoundError:  # an object store's folder object of an emptied prefix
+            return None
+    if not has_acid_layout(layout):
+        return None
+    on_storage = ids_on_storage(layout)
+    if not adopt:
+        shown = on_storage.above(0, 0)
+        raise StoreBehindStorageError(
+            f"{storage.display()} already holds an ACID table's directories (write ids up to {on_storage.write_id}, "
+            f"e.g. {', '.join(shown[:3])}) that the transaction store {url} has no record of: a table created "
+            "there would hand out those write ids again and bring back rows that were deleted. Pass adopt=True to "
+            "register that history (its rows stay readable, new writes go above it), or choose a new location, "
+            "or delete the old table's files (drop_table(location, purge=True) while it is registered)",
+            location=storage.display(), write_id=1, directories=tuple(shown), url=url)
+    _check_adopted_layout(layout, partition_columns, insert_only)
+    top = on_storage.write_id
+    holding = set()
+    for part in layout.partitions:
+        for entry in layout.listings[part.path]:
+            parsed = parse_dir_name(entry.name) if entry.is_dir else None
+            if parsed is not None and parsed.max_write_id == top:
+                holding.add(part.path[len(storage.root.rstrip("/")):].strip("/"))
+    return AdoptedHistory(top, tuple(sorted({d.visibility_txn_id for d in on_storage.dirs} - {0})),
+                          tuple(sorted(holding)),
+                          tuple((d.path, d.visibility_txn_id) for d in on_storage.dirs if d.visibility_txn_id))
+
+
+def _check_adopted_layout(layout: TableLayout, partition_columns, insert_only: bool) -> None:
+    """An adopted table's arguments must describe what is on storage: its partition directories
+    and its kind (full ACID files, or plain ORC files of an insert-only table)."""
+    from .layout.writeids import ValidTxnList, ValidWriteIdList
+    from .scan.discovery import detect_table_kind
+
+    where = layout.storage.display()
+    given = [str(c).lower() for c in partition_columns]
+    found = [c.lower() for c in layout.partition_columns]
+    if given != found:
+        raise SchemaError(f"cannot adopt {where}: its partition directories are by "
+                          f"({', '.join(layout.partition_columns) or 'none'}), the table is given partition columns "
+                          f"({', '.join(map(str, partition_columns)) or 'none'})", path=where)
+    kind = detect_table_kind(layout, ValidWriteIdList.all_valid(), ValidTxnList())
+    if (kind == INSERT_ONLY) != insert_only:
+        found_kind = "an insert-only" if kind == INSERT_ONLY else "a full ACID"
+        raise SchemaError(f"cannot adopt {where}: its files are those of {found_kind} table, the table is given "
+                          f"insert_only={insert_only}", path=where)
 
 
 def _remove_if_empty(storage: Storage) -> None:

@@ -9,7 +9,7 @@ import pyarrow as pa
 
 from .errors import InvalidOptionError, NotAnAcidTableError, SchemaError, TableNotRegisteredError
 from .layout.names import is_hidden
-from .layout.table_dirs import convert_partition_value, discover_layout, has_acid_layout, infer_partition_type
+from .layout.table_dirs import convert_partition_value, discover_layout, infer_partition_type
 from .metastore import Metastore
 from .metastore.engine import check_shareable
 from .metastore.tableinfo import TableInfo
@@ -18,6 +18,7 @@ from .orc.codecs import canonical_codec
 from .scan.resolved import nullable
 from .staged import StagedWrite
 from .storage import Storage
+from .tables import history_on_storage
 from .txn import Transaction
 from .write.job import WriteJob
 from .write.rows import partition_path, static_partition_values
@@ -133,11 +134,8 @@ def _create_table(metastore: Metastore, storage: Storage, options: WriteSpec, da
         layout = discover_layout(storage)
         has_files = any(not is_hidden(e.name) for entries in layout.listings.values() for e in entries)
         if has_files:
-            if has_acid_layout(layout):
-                raise NotAnAcidTableError(
-                    options.path, "it holds an ACID table that is not registered in the acidorc transaction store "
-                    f"({metastore.url}); writing would reuse its write ids. If acidorc wrote it and the store "
-                    "forgot it, or you deleted it by hand, remove the directory or write elsewhere")
+            # an ACID table the store does not know: writing would reuse its write ids
+            history_on_storage(storage, metastore.url, layout=layout)
             raise NotAnAcidTableError(options.path, "the directory holds files that are not an ACID table")
     names = {n.lower(): n for n in data_schema.names}
     partition_columns = list(options.partition_columns)

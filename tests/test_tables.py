@@ -23,6 +23,7 @@ from acid_source.errors import (
     InvalidArgumentError,
     InvalidOptionError,
     SchemaError,
+    StoreBehindStorageError,
     TableExistsError,
     TableNotRegisteredError,
     TransactionStateError,
@@ -298,8 +299,10 @@ def test_drop_table_by_location_keeps_files_unless_purged(tmp_path, store):
     with pytest.raises(TableNotRegisteredError):
         drop_table(str(path), metastore_url=store)
     assert drop_table(str(path), if_exists=True, metastore_url=store) is None
-    # registered again, then purged with its files
-    create_table(path, "id bigint, name string", metastore_url=store)
+    # its files hold an ACID history: registered again only by adopting it, then purged with them
+    with pytest.raises(StoreBehindStorageError, match="adopt=True"):
+        create_table(path, "id bigint, name string", metastore_url=store)
+    create_table(path, "id bigint, name string", adopt=True, metastore_url=store)
     drop_table(str(path), purge=True, metastore_url=store)
     assert not path.exists()
 

@@ -4,19 +4,22 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 import pyarrow as pa
-from sqlalchemy import and_, delete, insert, or_, select
+from sqlalchemy import and_, delete, insert, or_, select, update
 
 from ..errors import (
     InvalidArgumentError,
+    StoreBehindStorageError,
     TableExistsError,
     TableNotRegisteredError,
     TransactionStateError,
 )
-from .base import OPEN, StoreBase, as_id
-from .schema import tables, txn_components, txn_write_ids, txns
+from .base import COMMITTED, OPEN, StoreBase, as_id, chunks
+from .schema import sequences, tables, txn_components, txn_write_ids, txns
 from .tableinfo import (
     TableInfo,
     deserialize_schema,
@@ -26,6 +29,28 @@ from .tableinfo import (
     table_properties,
     validate_layout,
 )
+
+#: The operation of the one commit that records an adopted history (:class:`AdoptedHistory`).
+ADOPT = "adopt"
+
+
+@dataclass(frozen=True)
+class AdoptedHistory:
+    """The history found on storage that ``create_table(..., adopt=True)`` registers: the
+    highest write id any directory holds, the transaction ids of the compaction outputs
+    (``_vT``), and the data objects holding that highest write id.
+
+    The table starts with that write id as its high-water mark and one committed ``adopt``
+    transaction holding it, so every write id on storage reads as committed (as a table the
+    store does not know is read), the history shows one entry, ``versionAsOf`` that write id
+    is the table as adopted, and new writes get higher ids. Transaction ids jump above every
+    ``_vT`` so that those outputs are visible too. Write ids below it have no record of their
+    own: they are no versions to travel to."""
+
+    write_id: int
+    txn_ids: tuple[int, ...] = ()
+    partitions: tuple[str, ...] = ()
+    directories: tuple[tuple[str, int], ...] = ()  # (directory shown, its _vT) for messages
 
 
 def table_info(row) -> TableInfo:
@@ -64,12 +89,13 @@ class CatalogMixin(StoreBase):
                      partition_columns: Iterable[str] = (), bucket_columns: Iterable[str] = (),
                      num_buckets: int = 0, insert_only: bool = False, compression: str = "zlib",
                      bucketing_version: int = 2, properties: Mapping[str, str] | None = None,
-                     if_not_exists: bool = False) -> TableInfo:
+                     if_not_exists: bool = False, adopted: AdoptedHistory | None = None) -> TableInfo:
         """Register a table (metadata only: no directory is created).
 
         Raises :class:`TableExistsError` when the location or the name is taken; with
         ``if_not_exists`` the table already registered at that location (and, if given, under
-        that name) is returned instead.
+        that name) is returned instead. ``adopted``: the history on storage to register with
+        it, in the same database transaction (:class:`AdoptedHistory`).
         """
         loc = normalize_location(location)
         nm = normalize_name(name)
@@ -100,10 +126,46 @@ class CatalogMixin(StoreBase):
                                        location=row.location, name=nm)
             table_id = self._next(conn, "table_id")
             created.append(table_id)
+            if adopted is not None:
+                values["write_id_hwm"] = adopted.write_id
             conn.execute(insert(tables).values(table_id=table_id, **values))
+            if adopted is not None:
+                self._adopt(conn, table_id, loc, adopted)
             return table_info(_Values(dict(values, table_id=table_id)))
 
         return self._run(op, write=True, what=f"create table {loc}")
+
+    def _adopt(self, conn, table_id: int, location: str, adopted: AdoptedHistory) -> None:
+        """Record an adopted history (inside :meth:`create_table`'s database transaction)."""
+        states: dict[int, str] = {}  # every reader's transaction list hides outputs of these
+        for chunk in chunks(sorted(set(adopted.txn_ids))):
+            states.update(conn.execute(select(txns.c.txn_id, txns.c.state).where(
+                txns.c.txn_id.in_(chunk), txns.c.state != COMMITTED)).all())
+        if states:
+            shown = [f"{d} (transaction {t} is {states[t]} here)" for d, t in adopted.directories if t in states]
+            raise StoreBehindStorageError(
+                f"cannot adopt the history of {location} into {self.url}: compaction outputs on storage carry "
+                f"transaction ids this store has handed out to transactions that are not committed, so every "
+                f"reader would ignore them: {', '.join(shown[:3])}. Adopt the table into a new transaction store "
+                "(metastore_url), whose transaction ids all lie below them", location=location,
+                directories=tuple(d for d, t in adopted.directories if t in states), url=self.url)
+        top = max(adopted.txn_ids, default=0)
+        if self._current(conn, "txn_id") < top:  # ids are never reused: only ever raised
+            conn.execute(update(sequences).where(sequences.c.name == "txn_id").values(value=top))
+        if adopted.write_id <= 0:
+            return
+        txn_id = self._next(conn, "txn_id")
+        start_seq = self._current(conn, "commit_seq")
+        seq = self._next(conn, "commit_seq")
+        now = self.clock()
+        conn.execute(insert(txns).values(
+            txn_id=txn_id, state=COMMITTED, user_name="", host=socket.gethostname()[:255], pid=os.getpid(),
+            description=f"adopt the history on storage of {location} (write ids up to {adopted.write_id})",
+            started_at=now, last_heartbeat=now, start_seq=start_seq, ended_at=now, commit_seq=seq,
+            operation=ADOPT))
+        conn.execute(insert(txn_write_ids).values(txn_id=txn_id, table_id=table_id, write_id=adopted.write_id))
+        for partition in sorted(set(adopted.partitions)):
+            conn.execute(insert(txn_components).values(txn_id=txn_id, table_id=table_id, partition_path=partition))
 
     def _find(self, conn, location, name, table_id, *, lock: bool = False):
         if location is None and name is None and table_id is None:
