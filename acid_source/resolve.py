@@ -17,10 +17,19 @@ Which writes count as committed:
 
 from __future__ import annotations
 
-from .completeness import listed_snapshot, missing_data_error
+from .completeness import complete_listing, find_gaps, listed_snapshot, missing_data_error
 from .errors import InvalidOptionError, NotAnAcidTableError, NotEnoughHistoryError, TableNotRegisteredError
+from .layout.acid_state import with_serving_compactions
 from .layout.names import is_hidden, parse_dir_name
-from .layout.table_dirs import FULL_ACID, INSERT_ONLY, acid_state_for, data_files, discover_layout, has_acid_layout
+from .layout.table_dirs import (
+    FULL_ACID,
+    INSERT_ONLY,
+    TableLayout,
+    acid_state_for,
+    data_files,
+    discover_layout,
+    has_acid_layout,
+)
 from .layout.writeids import ValidTxnList, ValidWriteIdList
 from .metastore import Metastore
 from .metastore.engine import check_shareable, named_url, sqlite_store_missing
@@ -78,13 +87,15 @@ def resolve_table(location: str, *, metastore_url: str | None = None, storage_op
     if store is None or info is None:
         return _resolve_unregistered(store, location, storage_options, snapshot, table_type)
     storage = Storage(info.location, storage_options)
-    past = snapshot.version_as_of is not None or snapshot.timestamp_as_of is not None
-    (write_ids, txns, version), layout, gaps = listed_snapshot(
-        store, info, storage, lambda: _store_snapshot(store, info, snapshot), retry=not past)
-    if past:
-        _check_history(layout, write_ids, txns, gaps)
-    elif gaps:
-        raise missing_data_error(layout, gaps, "read the table without them")
+    if snapshot.version_as_of is not None or snapshot.timestamp_as_of is not None:
+        write_ids, txns, version = _store_snapshot(store, info, snapshot)
+        layout = discover_layout(storage)  # after the snapshot, as below
+        write_ids, txns, layout = _past_snapshot(store, info, layout, write_ids, txns, version)
+    else:
+        (write_ids, txns, version), layout, gaps = listed_snapshot(
+            store, info, storage, lambda: _store_snapshot(store, info, snapshot))
+        if gaps:
+            raise missing_data_error(layout, gaps, "read the table without them")
     kind = _table_kind(location, info, layout, write_ids, txns, table_type)
     return ResolvedTable(storage, info.location, layout, write_ids, txns, kind, info, version)
 
@@ -140,6 +151,76 @@ def _latest_version(store, table_id: int) -> int:
         if limit is not None and len(entries) < limit:
             break
     return 0
+
+
+def _past_snapshot(store, info, layout, write_ids: ValidWriteIdList, txns: ValidTxnList,
+                   version: int | None) -> tuple[ValidWriteIdList, ValidTxnList, TableLayout]:
+    """The snapshot a past read uses, and the listing it reads: the snapshot as the store
+    recorded it when its files are all listed; else widened to the outputs of later compactions
+    that serve it exactly (:func:`~acid_source.layout.acid_state.with_serving_compactions`);
+    else, once the table was listed again (a stale listing is no lost history),
+    :class:`NotEnoughHistoryError` naming the version and the oldest one that can still be read."""
+    gaps = find_gaps(store, info, layout, write_ids, txns)
+    for fresh in (False, True):
+        if fresh:
+            relisted, gaps = complete_listing(store, info, layout, write_ids, txns)
+            if relisted is layout:
+                break  # nothing was missing from the first listing: listing again changes nothing
+            layout = relisted
+        try:
+            _check_history(layout, write_ids, txns, gaps)
+            return write_ids, txns, layout
+        except NotEnoughHistoryError as exc:
+            refused = exc
+        now = store.snapshot(info.table_id)  # after the listing: a compaction committed by now wrote all its files
+        served = _served_by_compactions(store, info, layout, write_ids, txns, now)
+        if served is not None:
+            return (*served, layout)
+    if version is None:
+        raise refused
+    raise NotEnoughHistoryError(refused.path, refused.base, refused.snapshot, version=version,
+                                oldest_version=_oldest_readable_version(store, info, layout, now))
+
+
+def _served_by_compactions(store, info, layout, write_ids: ValidWriteIdList, txns: ValidTxnList,
+                           now: tuple[ValidWriteIdList, ValidTxnList]) -> tuple[ValidWriteIdList, ValidTxnList] | None:
+    """The past snapshot widened to later compactions' outputs, when the listing then holds all
+    of it; None otherwise."""
+    widened = with_serving_compactions(layout.listings.values(), write_ids, txns, *now, insert_only=info.insert_only)
+    if widened is None:
+        return None
+    try:
+        _check_history(layout, *widened, find_gaps(store, info, layout, *widened))
+    except NotEnoughHistoryError:
+        return None
+    return widened
+
+
+def _readable(store, info, layout, version: int, now) -> bool:
+    write_ids, txns = store.snapshot_as_of(info.table_id, version)
+    try:
+        _check_history(layout, write_ids, txns, find_gaps(store, info, layout, write_ids, txns))
+        return True
+    except NotEnoughHistoryError:
+        return _served_by_compactions(store, info, layout, write_ids, txns, now) is not None
+
+
+def _oldest_readable_version(store, info, layout, now) -> int | None:
+    """The oldest version (in commit order) the listed files can serve, found by bisection:
+    versions a read cannot serve any more are the older ones (compaction and the cleaner remove
+    history from the oldest end; a read lease can keep an older island readable, which this
+    may miss). None when not even the latest can be read."""
+    versions = [h["write_id"] for h in reversed(store.history(info.table_id)) if h["write_id"] is not None]
+    if not versions or not _readable(store, info, layout, versions[-1], now):
+        return None
+    lo, hi = 0, len(versions) - 1  # versions[hi] is readable
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if _readable(store, info, layout, versions[mid], now):
+            hi = mid
+        else:
+            lo = mid + 1
+    return versions[hi]
 
 
 def _check_history(layout, write_ids: ValidWriteIdList, txns: ValidTxnList, gaps) -> None:

@@ -9,6 +9,7 @@ overwrite) and which belong to aborted transactions. Pure logic over names plus 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ..errors import CorruptFileError, NotEnoughHistoryError, SnapshotFilesRemovedError
@@ -197,6 +198,62 @@ def _find_best_working_deltas(candidates, base, write_ids, obsolete) -> list[Aci
         else:
             obsolete.append(d.path)
     return kept
+
+
+# --- time travel ------------------------------------------------------------------------------
+def with_serving_compactions(listings: Iterable[list[FileEntry]], write_ids: ValidWriteIdList, txns: ValidTxnList,
+                             now_write_ids: ValidWriteIdList, now_txns: ValidTxnList, *,
+                             insert_only: bool) -> tuple[ValidWriteIdList, ValidTxnList] | None:
+    """A past snapshot (``write_ids``, ``txns``) widened to see the outputs of compactions that
+    committed after it (they are committed in ``now_txns``) and serve it exactly; None when no
+    compaction in ``listings`` does. Once the cleaner removed a compaction's inputs, these
+    outputs are all that is left of the history they hold.
+
+    A compaction is taken whole (one transaction decides the visibility of all its outputs), and
+    only when every output it left serves the snapshot exactly:
+
+    * a minor output of a full ACID table (``delta_x_y_vT``, ``delete_delta_x_y_vT``) always
+      does: it holds the events of x..y unchanged, each with its write id, and the reader hides
+      the events of write ids the snapshot does not see, insert and delete events alike (a
+      minor compaction only covers write ids that were committed or aborted when it ran);
+    * a base (``base_N_vT``: deleted rows are gone from it) and an insert-only table's delta
+      (its rows carry no write id) only when the snapshot sees every write id they hold: each
+      write id of their range committed now is one the snapshot sees. A base above the
+      snapshot's high watermark (only aborted write ids in between) raises it, those write ids
+      aborted, so that the base is usable.
+    """
+    by_txn: dict[int, list[ParsedDir]] = {}
+    for entries in listings:
+        for entry in entries:
+            if not entry.is_dir or is_hidden(entry.name):
+                continue
+            parsed = parse_dir_name(entry.name)
+            txn = parsed.visibility_txn_id if parsed is not None else 0
+            if parsed is not None and txn and not txns.is_txn_valid(txn) and now_txns.is_txn_valid(txn):
+                by_txn.setdefault(txn, []).append(parsed)
+    serving = [txn for txn, dirs in by_txn.items()
+               if all(_serves_exactly(d, write_ids, now_write_ids, insert_only) for d in dirs)]
+    if not serving:
+        return None
+    hwm = write_ids.high_watermark
+    top = max([hwm] + [d.write_id for t in serving for d in by_txn[t] if d.is_base])
+    if top > hwm:
+        write_ids = ValidWriteIdList(high_watermark=top, min_open=write_ids.min_open,
+                                     open_ranges=write_ids.open_ranges,
+                                     aborted_ranges=write_ids.aborted_ranges + ((hwm + 1, top),),
+                                     table_name=write_ids.table_name)
+    return write_ids, txns.with_valid(serving)
+
+
+def _serves_exactly(parsed: ParsedDir, write_ids: ValidWriteIdList, now: ValidWriteIdList, insert_only: bool) -> bool:
+    if not parsed.is_base and not insert_only:
+        return True  # events keep their write ids: the reader filters them per row
+    lo, hi = (1, parsed.write_id) if parsed.is_base else (parsed.min_write_id, parsed.max_write_id)
+    unseen = [(max(lo, a), min(hi, b)) for a, b in write_ids.open_ranges + write_ids.aborted_ranges
+              if a <= hi and b >= lo]
+    if hi > write_ids.high_watermark:
+        unseen.append((max(lo, write_ids.high_watermark + 1), hi))
+    return all(now.is_write_id_range_valid(a, b) is RangeResponse.NONE for a, b in unseen)
 
 
 def _list_originals(storage: Storage, directory: str) -> list[FileEntry]:

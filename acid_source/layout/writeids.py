@@ -114,6 +114,23 @@ class IdRanges:
     def union(self, other: "IdRanges") -> "IdRanges":
         return IdRanges(self.pairs + other.pairs)
 
+    def minus(self, other: "IdRanges") -> "IdRanges":
+        """The ids of this set that ``other`` does not hold."""
+        kept: list[tuple[int, int]] = []
+        for lo, hi in self.pairs:
+            start = lo
+            for a, b in other.pairs[max(0, bisect.bisect_right(other._ends, lo - 1)):]:
+                if a > hi:
+                    break
+                if a > start:
+                    kept.append((start, a - 1))
+                start = max(start, b + 1)
+                if start > hi:
+                    break
+            if start <= hi:
+                kept.append((start, hi))
+        return IdRanges(kept)
+
     def ids(self) -> tuple[int, ...]:
         return tuple(i for lo, hi in self.pairs for i in range(lo, hi + 1))
 
@@ -346,6 +363,22 @@ class _IdList:
         if count == hi - lo + 1:
             return RangeResponse.ALL
         return RangeResponse.SOME
+
+    def with_valid(self, ids: Iterable[int]):
+        """The same list with ``ids`` made valid (time travel: a later compaction's outputs that
+        serve a past snapshot exactly). Ids between the old high watermark and a raised one stay
+        invisible, as open ids."""
+        made = IdRanges.from_ids(ids)
+        if not made:
+            return self
+        hwm = max(self.high_watermark, made.pairs[-1][1])
+        open_ = self._open
+        if hwm > self.high_watermark:
+            open_ = open_.union(IdRanges([(self.high_watermark + 1, hwm)]))
+        open_, aborted = open_.minus(made), self._aborted.minus(made)
+        widened = type(self).__new__(type(self))
+        widened._init(hwm, open_.first if open_ else LONG_MAX, open_, aborted, self._table_name)
+        return widened
 
     @property
     def min_open_id(self) -> int | None:
