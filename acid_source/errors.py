@@ -127,10 +127,10 @@ class NotEnoughHistoryError(AcidError):
         self.path, self.base, self.snapshot = path, base, snapshot
         #: for time travel: the version asked for, and the oldest one the files left can serve
         self.version, self.oldest_version = version, oldest_version
-        asked = "" if version is None else f"version {version} can no longer be read: "
+        asked = "" if version is None else f" of version {version}"
         oldest = "" if oldest_version is None else f"; the oldest version that can still be read is {oldest_version}"
         super().__init__(
-            f"{path}: {asked}the snapshot {snapshot!r} is older than the compacted base {base}; "
+            f"{path}: the snapshot {snapshot!r}{asked} is older than the compacted base {base}; "
             f"the history it needs is gone (ACID_NOT_ENOUGH_HISTORY){oldest}"
         )
 
