@@ -143,6 +143,9 @@ class Transaction:
         from .layout.ids_on_storage import ids_on_storage, list_ids_on_storage
 
         self._require_open("allocate a write id in")
+        known = self._written.get(table_id)
+        if known is not None and known[1] is not None:
+            return known[1]  # allocated (and checked) already
         on_storage = list_ids_on_storage(storage) if listed is None else ids_on_storage(listed)
         write_id = self.metastore.allocate_write_id(self.txn_id, table_id, on_storage=on_storage)
         self._written.setdefault(table_id, (storage, write_id, set()))

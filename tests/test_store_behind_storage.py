@@ -279,7 +279,8 @@ def test_compaction_refuses_an_output_directory_that_exists(tmp_path, sqlite_url
     before = _files(path)
     with pytest.raises(StoreBehindStorageError, match="already exist") as caught:
         AcidTable.load(path, metastoreUrl=sqlite_url).compact("minor")
-    assert [d.rsplit("/", 1)[-1] for d in caught.value.directories] == [d.rsplit("/", 1)[-1] for d in lost["outputDirs"]]
+    names = [d.rsplit("/", 1)[-1] for d in caught.value.directories]
+    assert names == [d.rsplit("/", 1)[-1] for d in lost["outputDirs"]]
     assert _files(path) == before
     assert _rows(path, sqlite_url) == [(1, "a"), (2, "b")]
 

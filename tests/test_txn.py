@@ -225,3 +225,26 @@ def test_checked_through_with_a_lost_answer_is_resolved_by_asking_the_store(tmp_
     assert txn.commit("merge", {info.table_id: [""]}, checked_through=seq) is None
     assert txn.state == "committed" and storage.exists(path)
     assert Metastore(url).txn_info(txn.txn_id)["operation"] == "merge"
+
+
+def test_a_write_id_whose_directories_exist_is_never_allocated(store, table):
+    """The store is behind the storage: nothing is allocated, nothing recorded, and the abort
+    leaves the directories found alone (removing them would destroy the history the store lost)."""
+    from acid_source.errors import StoreBehindStorageError
+
+    info, storage = table
+    with Transaction.begin(store, heartbeat="none") as txn:  # a concurrent writer's directory counts not
+        w = txn.allocate_write_id(info.table_id, storage)
+        _dir(storage, w)
+        other = Transaction.begin(store, heartbeat="none")
+        assert other.allocate_write_id(info.table_id, storage) == w + 1
+        other.abort("test")
+        txn.set_commit("insert", {info.table_id: [""]})
+    lost = _dir(storage, w + 5)  # a write id this store never handed out
+    txn = Transaction.begin(store, heartbeat="none")
+    with pytest.raises(StoreBehindStorageError) as caught:
+        txn.allocate_write_id(info.table_id, storage)
+    assert caught.value.directories == (lost,) and caught.value.write_id == w + 2
+    txn.abort("refused")
+    assert storage.exists(lost) and store.valid_write_ids(info.table_id).high_watermark == w + 1
+    assert store.write_ids_of(info.table_id, "aborted") == [w + 1]  # the other writer's, not a new one
