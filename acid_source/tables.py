@@ -11,9 +11,11 @@ from .errors import InvalidArgumentError, SchemaError, StoreBehindStorageError, 
 from .layout.ids_on_storage import ids_on_storage
 from .layout.names import parse_dir_name
 from .layout.table_dirs import INSERT_ONLY, TableLayout, discover_layout, has_acid_layout
+from .layout.writeids import ValidTxnList, ValidWriteIdList
 from .metastore import Metastore
 from .metastore.catalog import AdoptedHistory
 from .metastore.tableinfo import TableInfo, normalize_location
+from .scan.discovery import detect_table_kind
 from .storage import Storage, option_pairs
 
 
@@ -87,7 +89,7 @@ def create_table(location: str | os.PathLike, schema, *, name: str | None = None
             with storage.failures("looking at the table location"):
                 root_existed = storage.exists(storage.root)
             if existing is None and root_existed:
-                adopted = history_on_storage(storage, metastore.url, adopt=adopt, schema=arrow_schema,
+                adopted = history_on_storage(storage, metastore.url, adopt=adopt,
                                              partition_columns=partition_columns, insert_only=insert_only)
             wrote_marker = storage.write_marker()
         try:
@@ -105,14 +107,13 @@ def create_table(location: str | os.PathLike, schema, *, name: str | None = None
             raise
 
 
-def history_on_storage(storage: Storage, url: str, *, adopt: bool = False, schema: pa.Schema | None = None,
-                       partition_columns=(), insert_only: bool = False,
-                       layout: TableLayout | None = None) -> AdoptedHistory | None:
+def history_on_storage(storage: Storage, url: str, *, adopt: bool = False, partition_columns=(),
+                       insert_only: bool = False, layout: TableLayout | None = None) -> AdoptedHistory | None:
     """The ACID history at a location about to be registered (``layout``: its listing, if
     taken already): None when there is none; :class:`StoreBehindStorageError` unless ``adopt``
     (new write ids would reuse its directories); else what :meth:`Metastore.create_table`
-    registers with the table, once the layout on storage matches ``schema``,
-    ``partition_columns`` and ``insert_only``."""
+    registers with the table, once the layout on storage matches ``partition_columns`` and
+    ``insert_only``."""
     if layout is None:
         with storage.failures("listing the table location"):
             if not storage.is_dir(storage.root):
@@ -130,8 +131,8 @@ def history_on_storage(storage: Storage, url: str, *, adopt: bool = False, schem
             f"{storage.display()} already holds an ACID table's directories (write ids up to {on_storage.write_id}, "
             f"e.g. {', '.join(shown[:3])}) that the transaction store {url} has no record of: a table created "
             "there would hand out those write ids again and bring back rows that were deleted. Pass adopt=True to "
-            "register that history (its rows stay readable, new writes go above it), or choose a new location, "
-            "or delete the old table's files (drop_table(location, purge=True) while it is registered)",
+            "register that history (its rows stay readable, new writes go above it), choose a new location, or "
+            "remove the old files first",
             location=storage.display(), write_id=1, directories=tuple(shown), url=url)
     _check_adopted_layout(layout, partition_columns, insert_only)
     top = on_storage.write_id
@@ -149,9 +150,6 @@ def history_on_storage(storage: Storage, url: str, *, adopt: bool = False, schem
 def _check_adopted_layout(layout: TableLayout, partition_columns, insert_only: bool) -> None:
     """An adopted table's arguments must describe what is on storage: its partition directories
     and its kind (full ACID files, or plain ORC files of an insert-only table)."""
-    from .layout.writeids import ValidTxnList, ValidWriteIdList
-    from .scan.discovery import detect_table_kind
-
     where = layout.storage.display()
     given = [str(c).lower() for c in partition_columns]
     found = [c.lower() for c in layout.partition_columns]
