@@ -98,3 +98,27 @@ def test_only_the_built_in_default_store_may_be_absent(tmp_path, monkeypatch):
     assert AcidTable.load(path).scan().toArrow().column("id").to_pylist() == [7]
     assert url_for_workers(None) is None
     assert not (tmp_path / "home" / ".acidorc" / "metastore.db").exists()
+
+
+@pytest.mark.spark
+def test_a_spark_read_whose_workers_name_a_deleted_store_is_an_error(spark, dead_writer_then_store_deleted):
+    """``spark.read.format("acidorc").load(p)`` resolves the table in a Python worker, which has
+    the environment Spark gave it: the store that environment names (here through the context's
+    executor environment, as when the variable is set before the session starts) must exist."""
+    from acid_source.spark.datasource import SOURCE_NAME, AcidOrcDataSource
+
+    _, path, url = dead_writer_then_store_deleted
+    context = spark.sparkContext
+    before = context.environment.get("ACIDORC_METASTORE_URL")
+    context.environment["ACIDORC_METASTORE_URL"] = url
+    try:
+        spark.dataSource.register(AcidOrcDataSource)  # its workers now start with this environment
+        with pytest.raises(Exception, match="MetastoreNotFoundError") as info:
+            spark.read.format(SOURCE_NAME).load(path).collect()
+        assert url in str(info.value)
+    finally:
+        if before is None:
+            context.environment.pop("ACIDORC_METASTORE_URL", None)
+        else:
+            context.environment["ACIDORC_METASTORE_URL"] = before
+        spark.dataSource.register(AcidOrcDataSource)
