@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,9 +40,21 @@ class Predicate:
         return frozenset([self.column[0].lower()]) if len(self.column) == 1 else frozenset([None])
 
 
+def _is_nan(value) -> bool:
+    return isinstance(value, float) and math.isnan(value)
+
+
+def _spark_order(value):
+    """A key ordering numbers as Spark does: NaN above every other value (+inf included) and
+    equal to itself (Python's float comparisons make every comparison with NaN false)."""
+    return (1, 0.0) if _is_nan(value) else (0, value)
+
+
 def _compare(op: str, left, right) -> bool | None:
     if left is None or right is None:
         return None
+    if isinstance(left, float) or isinstance(right, float):
+        left, right = _spark_order(left), _spark_order(right)
     try:
         if op == "eq":
             return left == right
@@ -76,11 +89,13 @@ def evaluate(pred: Predicate, row: dict[str, Any]) -> bool | None:
     if pred.op == "is_not_null":
         return value is not None
     if pred.op == "eq_null_safe":
-        return value == pred.value if (value is not None and pred.value is not None) else value is pred.value
+        if value is None or pred.value is None:
+            return value is pred.value
+        return _compare("eq", value, pred.value) is True
     if pred.op == "in":
         if value is None:
             return None
-        if any(value == v for v in pred.value if v is not None):
+        if any(_compare("eq", value, v) for v in pred.value if v is not None):
             return True
         return None if any(v is None for v in pred.value) else False
     if pred.op == "starts_with":
@@ -115,9 +130,11 @@ def stripe_may_match(pred: Predicate, stats: dict | None) -> bool:
     lo, hi = stats.get("minimum"), stats.get("maximum")
     if lo is None or hi is None or not isinstance(lo, _ORDERABLE) or isinstance(lo, bool):
         return True
-    if isinstance(lo, float):
-        return True  # NaN and float-vs-double rounding make float statistics unsafe to prove with
     v = pred.value
+    if isinstance(lo, float) or _is_nan(v) or (pred.op == "in" and any(_is_nan(x) for x in v)):
+        # ORC's float statistics ignore NaN (or are NaN), and Spark orders NaN above every
+        # number; float-vs-double rounding too: such statistics prove nothing
+        return True
     try:
         if pred.op in ("eq", "eq_null_safe"):
             return v is not None and lo <= v <= hi

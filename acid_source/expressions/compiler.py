@@ -66,6 +66,15 @@ _ARROW_FUNCTION = {"add": "add", "subtract": "subtract", "multiply": "multiply",
 _STRING_FUNCTIONS: dict[type[exp.Expression], str] = {exp.Lower: "utf8_lower", exp.Upper: "utf8_upper"}
 _BINARY_NODES: tuple[type[exp.Expression], ...] = (*_COMPARISONS, *_ARITHMETIC, exp.NullSafeEQ, exp.NullSafeNEQ)
 _ONE_ROW = pa.table({"_": pa.array([0], pa.int8())})
+# Spark's non-deterministic functions (Expression.deterministic is false in Spark 4.3): refused
+# in every condition and value, as Delta refuses them in MERGE, since each evaluation of a row
+# (the scan, the rewrite, a retried task) could choose differently.
+_NON_DETERMINISTIC_NODES: tuple[type[exp.Expression], ...] = tuple(
+    getattr(exp, name) for name in ("Rand", "Randn", "Uuid", "Shuffle", "Randstr", "Uniform") if hasattr(exp, name))
+NON_DETERMINISTIC_FUNCTIONS = frozenset({
+    "rand", "random", "randn", "uuid", "shuffle", "randstr", "uniform", "monotonically_increasing_id",
+    "spark_partition_id", "input_file_name", "input_file_block_start", "input_file_block_length", "reflect",
+    "java_method", "try_reflect"})
 
 
 @dataclass(frozen=True)
@@ -190,6 +199,16 @@ class Compiler:
         where = f" at {position(self.text, span[0])}" if span else ""
         raise InvalidArgumentError(self.argument, message + where)
 
+    def _written_name(self, node) -> str:
+        """A function's name as the text spells it (``random`` parses as ``rand``), lower-cased."""
+        span = node_span(node)
+        if span is not None:
+            name = self.text[span[0]:].lstrip("`")
+            end = next((i for i, ch in enumerate(name) if not (ch.isalnum() or ch == "_")), len(name))
+            if end:
+                return name[:end].lower()
+        return node.name.lower() if isinstance(node, exp.Anonymous) else _function_name(node)
+
     # -- the walk -----------------------------------------------------------------------------
 
     def compile(self, root: exp.Expression) -> Typed:
@@ -265,6 +284,9 @@ class Compiler:
         self._reject(node)
 
     def _reject(self, node) -> NoReturn:
+        if isinstance(node, _NON_DETERMINISTIC_NODES) or (
+                isinstance(node, exp.Anonymous) and node.name.lower() in NON_DETERMINISTIC_FUNCTIONS):
+            self.fail(node, non_deterministic_message(self._written_name(node)))
         if isinstance(node, (exp.Subquery, exp.Exists)) or isinstance(node, getattr(exp, "Query", exp.Select)):
             self.fail(node, "subqueries are not supported")
         if isinstance(node, exp.Window):
@@ -751,6 +773,11 @@ def chain_operands(node, cls) -> list:
         else:
             out.append(current)
     return out
+
+
+def non_deterministic_message(function: str) -> str:
+    """Why a condition or value calling ``function`` is refused (the Spark path says the same)."""
+    return f"non-deterministic function {function}() is not allowed (each evaluation could give another result)"
 
 
 def _function_name(node) -> str:
