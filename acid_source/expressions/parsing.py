@@ -2,6 +2,9 @@
 text acidorc reads (``rowFilter``, ``partitionFilter``, DML conditions and values, and the
 UPDATE / DELETE / MERGE statements of :mod:`.statements`).
 
+Text is tokenized by :mod:`.lexer`: literals, quoted names and comments by Spark's own lexical
+rules (so ``'n''8'`` is ``n'8`` everywhere), the rest by sqlglot.
+
 One bound for all of them: at most MAX_TEXT_LENGTH characters and MAX_NESTING levels of
 parentheses, brackets and CASE, checked on the tokens before sqlglot's parser sees them (it
 recurses about twenty Python frames per level, so at the default recursion limit it fails near
