@@ -42,3 +42,33 @@ def target_assignments(assignments: object, columns: list[str], argument: str,
             raise InvalidArgumentError(argument, f"column {name!r} is assigned twice")
         result[name] = value
     return result
+
+
+# --- storing a value in its column -----------------------------------------------------------
+def storable(source_kind: str, target_kind: str) -> bool:
+    """Spark SQL's rule for storing a value in a column (an implicit cast on assignment), one
+    rule for every engine: numbers, booleans and strings convert among themselves, dates and
+    timestamps among themselves and to or from strings, binary to or from strings; a nested
+    value only into a column of the same type (the caller compares those types itself).
+
+    >>> storable("time", "number"), storable("string", "time")
+    (False, True)
+    """
+    if "nested" in (source_kind, target_kind):
+        return False
+    if source_kind == target_kind or "string" in (source_kind, target_kind):
+        return True
+    return {source_kind, target_kind} == {"number", "boolean"}
+
+
+def unstorable_error(argument: str, column: str, value: str, source: str, target: str) -> SchemaError:
+    """A value whose type can never be stored in ``column`` (found before anything runs)."""
+    return SchemaError(f"{argument}: the value {value} is of type {source}, which cannot be stored in column "
+                       f"{column!r} of type {target}", column=column)
+
+
+def does_not_fit_error(argument: str, column: str, value: str, target: str, detail: str = "") -> SchemaError:
+    """A value of a storable type that does not fit ``column`` (malformed for its type, out of
+    its range): found when the value is computed, so it names the value computed."""
+    return SchemaError(f"{argument}: the value {value} does not fit column {column!r} of type {target}"
+                       + (f" ({detail})" if detail else ""), column=column)

@@ -7,21 +7,41 @@ One pass over the target: each joined row becomes at most two change rows (old v
 new version inserted) through one ``explode``. Change rows are repartitioned by (partition,
 writer id of the old row) so that every delete event of a delete file is in one task - which
 also makes the MERGE cardinality check (one ROW__ID at most once) a by-product of writing.
+
+The rules every input obeys, as on the engine-free path (:class:`StatementInputs`):
+
+* SQL text is bounded as :mod:`acid_source.expressions.parsing` bounds it (length, nesting)
+  before Spark's parser sees it; a Column nested so deeply that Spark's analysis overflows the
+  JVM stack is an :class:`InvalidArgumentError` too.
+* Conditions (DELETE / UPDATE ``WHERE``, MERGE ``ON`` and clause conditions) must be
+  deterministic: ``rand() < 0.5`` would select other rows on every run, so the statement could
+  not be repeated or reasoned about (Delta refuses it in MERGE; acidorc everywhere). Values may
+  be non-deterministic: ``uuid()`` or ``rand()`` as a SET / INSERT value is per-row data, as in
+  Delta's UPDATE and MERGE; each row's value is computed once.
+* A value is stored in its column under the one store rule
+  (:func:`acid_source.dml.assignments.storable`): a type that can never be stored is a
+  :class:`SchemaError` before anything runs; a value that does not fit (malformed, out of
+  range) is one when it is computed, naming the column and the value, whatever
+  ``spark.sql.ansi.enabled`` says. Other data errors of an expression (an ANSI cast inside it,
+  an overflow) name the argument they came from. A failed statement writes and commits nothing.
 """
 
 from __future__ import annotations
 
+import re
+import uuid
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping, TypeVar
 
 import pyarrow as pa
-from pyspark.errors import AnalysisException, ParseException
+from py4j.protocol import Py4JJavaError  # type: ignore[import-untyped]  # py4j ships no type hints
+from pyspark.errors import AnalysisException, ParseException, PySparkException
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import ArrayType, DataType, MapType, StructType
 
-from ..dml.assignments import target_assignments
+from ..dml.assignments import does_not_fit_error, storable, target_assignments, unstorable_error
 from ..dml.events import (
     DELETE,
     INSERT,
@@ -34,18 +54,20 @@ from ..dml.events import (
     write_changes,
 )
 from ..dml.execution import DmlTarget, run_dml
-from ..errors import InvalidArgumentError, SchemaError
+from ..errors import AcidError, InvalidArgumentError, SchemaError
 from ..expressions import columns_of
+from ..expressions.parsing import length_problem, nesting_problem, position, tokenize, too_deep_at
 from ..scan.planner import TableScan
 from ..scan.reader import read_split
 from ..scan.resolved import ResolvedTable
 from ..scan.splits import ROW_ID_COLUMN as READ_ROW_ID
 from ..write.task import TaskResult
 from .compaction import spark_task_runner
-from .tasks import run_per_partition
-from .types import ColumnMapping, ExpressionOrColumn
+from .tasks import error_condition, run_per_partition, sql_state, stack_overflow
+from .types import ColumnMapping, ExpressionOrColumn, same_shape, value_kind
 
 _SOURCE_MARK = "__acidorc_source_row"
+T = TypeVar("T")
 
 
 # --- arguments -------------------------------------------------------------------------------
@@ -56,12 +78,31 @@ def to_column(value: Any, argument: str) -> Column:
     if isinstance(value, str):
         if not value.strip():
             raise InvalidArgumentError(argument, "the SQL expression is empty")
+        check_bounds(value, argument)
         try:
             _parse_now(value)
             return F.expr(value)
         except ParseException as exc:
             raise InvalidArgumentError(argument, f"cannot parse {value!r}: {_first_line(exc)}") from None
+        except Py4JJavaError as exc:
+            if stack_overflow(exc):  # text the bound check could not read (a token sqlglot stops at)
+                raise InvalidArgumentError(argument, f"{nesting_problem('expression')}: Spark's parser ran out of "
+                                                     "stack") from None
+            raise
     raise InvalidArgumentError(argument, f"expected a SQL string or a Column, got {type(value).__name__}")
+
+
+def check_bounds(text: str, argument: str) -> None:
+    """The one bound on SQL text (``acid_source.expressions.parsing``: length, nesting), checked
+    on its tokens before Spark's recursive parser sees it. Only the bound: the grammar stays
+    Spark's, so Spark-only syntax keeps working."""
+    too_long = length_problem(text, "expression")
+    if too_long:
+        raise InvalidArgumentError(argument, too_long)
+    tokens, _ = tokenize(text)  # an unreadable rest is Spark's parser's to report
+    deep = too_deep_at(tokens)
+    if deep is not None:
+        raise InvalidArgumentError(argument, f"{nesting_problem('expression')} (at {position(text, deep)})")
 
 
 def _parse_now(text: str) -> None:
@@ -80,10 +121,13 @@ def _first_line(exc: Exception) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
-def _assignments(values: Any, columns: list[str], argument: str, alias: str | None = None) -> dict[str, Any]:
-    """``{column: Column}``: the keys checked against the table, the values made Columns."""
+def _assignments(values: Any, columns: list[str], argument: str,
+                 alias: str | None = None) -> dict[str, tuple[Column, str | None]]:
+    """``{column: (Column, its SQL text or None)}``: the keys checked against the table, the
+    values made Columns."""
     checked = target_assignments(values, columns, argument, alias)
-    return {name: to_column(value, f"{argument}[{name}]") for name, value in checked.items()}
+    return {name: (to_column(value, f"{argument}[{name}]"), value if isinstance(value, str) else None)
+            for name, value in checked.items()}
 
 
 def _analysis(fn, argument: str):
@@ -93,12 +137,161 @@ def _analysis(fn, argument: str):
         return fn()
     except ParseException as exc:
         raise InvalidArgumentError(argument, _first_line(exc)) from None
+    except Py4JJavaError as exc:
+        if stack_overflow(exc):
+            raise _too_deep_for_spark(argument) from None
+        raise
     except AnalysisException as exc:
         message = _first_line(exc)
         if "AMBIGUOUS" in message:
             raise SchemaError(f"{argument}: {message} - qualify the column with the target's or the source's "
                               "alias (AcidTable.alias(...), DataFrame.alias(...))") from None
         raise SchemaError(f"{argument}: {message}") from None
+
+
+def _too_deep_for_spark(argument: str) -> InvalidArgumentError:
+    return InvalidArgumentError(argument, "the expression is nested too deeply for Spark (its analysis ran out of "
+                                          "stack: a java.lang.StackOverflowError); build it with fewer levels")
+
+
+def _analyzed(frame: DataFrame, column: Column, argument: str) -> tuple[Any, DataType, str]:
+    """``column`` analyzed over ``frame`` (without running anything): its JVM expression (None
+    under Spark Connect, which has no JVM to ask), its type and Spark's name for it."""
+    selected = _analysis(lambda: frame.select(column), argument)
+    jdf = getattr(selected, "_jdf", None)
+    expression = None if jdf is None else _analysis(
+        lambda: jdf.queryExecution().analyzed().expressions().head(), argument)
+    only = selected.schema.fields[0]
+    return expression, only.dataType, only.name
+
+
+def _nondeterministic_function(expression: Any) -> str | None:
+    """The name of a non-deterministic function in an analyzed JVM expression (the innermost:
+    ``rand`` in ``rand() * 2 < 1``), or None when it is deterministic."""
+    if expression is None or expression.deterministic():
+        return None
+    stack = [expression]
+    while stack:
+        node = stack.pop()
+        seq = node.children()
+        children = [seq.apply(i) for i in range(seq.size())]
+        if not node.deterministic() and all(c.deterministic() for c in children):
+            return str(node.prettyName())
+        stack.extend(children)
+    return str(expression.prettyName())
+
+
+def nondeterministic_error(argument: str, function: str) -> InvalidArgumentError:
+    """The one refusal of a non-deterministic condition (the engine-free compiler's wording)."""
+    return InvalidArgumentError(argument, f"non-deterministic function {function} is not allowed in a condition: "
+                                          "the rows it selects would change from one run to the next")
+
+
+@dataclass
+class _Store:
+    """One value checked into its column when computed (see :meth:`StatementInputs.store`)."""
+
+    argument: str
+    column: str
+    shown: str
+    source: DataType
+    target: DataType
+
+
+class StatementInputs:
+    """The expressions one statement was given: checked while the statement is analyzed (a
+    condition must be deterministic, a value storable in its column), and remembered so that a
+    data error Spark raises while running the job is raised as a typed error naming the
+    argument, column and value it came from (:meth:`run`)."""
+
+    def __init__(self) -> None:
+        self._texts: list[tuple[str, str | None, str | None]] = []  # (argument, SQL text, column)
+        self._stores: list[_Store] = []
+        self._mark = f"acidorc store check {uuid.uuid4().hex} "
+
+    def condition(self, frame: DataFrame, column: Column, text: Any, argument: str) -> None:
+        """A condition over ``frame``: refused when it calls a non-deterministic function."""
+        self._texts.append((argument, text if isinstance(text, str) else None, None))
+        function = _nondeterministic_function(_analyzed(frame, column, argument)[0])
+        if function is not None:
+            raise nondeterministic_error(argument, function)
+
+    def store(self, frame: DataFrame, value: Column, text: str | None, column: str, target: DataType,
+              argument: str) -> Column:
+        """``value`` (over ``frame``) as the type of ``column``: refused now when its type can
+        never be stored there; otherwise a Column that raises, when a row's value does not fit,
+        an error :meth:`run` turns into a :class:`SchemaError` naming the column and the value.
+        The value is computed once per row (a lambda variable), so ``uuid()`` stays one value."""
+        self._texts.append((argument, text, column))
+        _, source, name = _analyzed(frame, value, argument)
+        shown = text if text is not None else name
+        source_kind, target_kind = value_kind(source), value_kind(target)
+        if source_kind == "nested" or target_kind == "nested":
+            if not same_shape(source, target):
+                raise unstorable_error(argument, column, shown, source.simpleString(), target.simpleString())
+            return value
+        if not storable(source_kind, target_kind):
+            raise unstorable_error(argument, column, shown, source.simpleString(), target.simpleString())
+        if source == target:
+            return value
+        check = len(self._stores)
+        self._stores.append(_Store(argument, column, shown, source, target))
+        mark = F.lit(f"{self._mark}{check}:")
+
+        def fit(x: Column) -> Column:
+            stored = x.try_cast(target)
+            failed = x.isNotNull() & stored.isNull()
+            return F.when(failed, F.raise_error(F.concat(mark, x.cast("string")))).otherwise(stored)
+
+        return F.transform(F.array(value), fit)[0]
+
+    def arguments(self) -> str:
+        """Every argument given, for an error no single one can be blamed for."""
+        return " / ".join(dict.fromkeys(a for a, _, _ in self._texts)) or "statement"
+
+    def run(self, job: Callable[[], T]) -> T:
+        """Run the statement's Spark job; its data errors become typed errors."""
+        try:
+            return job()
+        except Py4JJavaError as exc:
+            if stack_overflow(exc):
+                raise _too_deep_for_spark(self.arguments()) from None
+            raise
+        except PySparkException as exc:
+            typed = self._typed(exc)
+            if typed is None:
+                raise
+            raise typed from None
+
+    def _typed(self, exc: PySparkException) -> Exception | None:
+        if error_condition(exc) == "USER_RAISED_EXCEPTION":
+            message = str((exc.getMessageParameters() or {}).get("errorMessage", ""))
+            if message.startswith(self._mark):
+                check, _, value = message[len(self._mark):].partition(":")
+                store = self._stores[int(check)]
+                shown_value = repr(value) if value_kind(store.source) == "string" else value
+                return does_not_fit_error(store.argument, store.column, shown_value, store.target.simpleString(),
+                                          f"computed by {store.shown}, of type {store.source.simpleString()}")
+        state = sql_state(exc) or ""
+        if not state.startswith("22"):  # SQLSTATE class 22: a data exception (cast, overflow, division, ...)
+            return None
+        argument, column = self._blame(str(exc))
+        if column is not None:
+            return SchemaError(f"{argument}: the value of column {column!r} cannot be computed: {_first_line(exc)}",
+                               column=column)
+        return InvalidArgumentError(argument, f"cannot be evaluated: {_first_line(exc)}")
+
+    def _blame(self, message: str) -> tuple[str, str | None]:
+        """The argument (and column) whose SQL text holds the fragment Spark's message quotes
+        (``== SQL (line L, position P) ==`` and the line), when exactly one does."""
+        found = re.search(r"== SQL \(line (\d+), position \d+\) ==\n(.*)\n", message)
+        if found:
+            number, line = int(found.group(1)), found.group(2)
+            owners = [(a, c) for a, text, c in self._texts if text is not None
+                      and number <= len(lines := text.split("\n")) and lines[number - 1] == line]
+            if len(owners) == 1:
+                return owners[0]
+        return self.arguments(), None
 
 
 # --- reading the target ----------------------------------------------------------------------
@@ -245,14 +438,15 @@ def spark_delete(spark, target: DmlTarget, condition: ExpressionOrColumn | None,
 
     def produce(resolved: ResolvedTable, plan: ChangePlan) -> list[TaskResult]:
         shape = _shape(resolved)
+        inputs = StatementInputs()
         needed = columns_of(condition, shape.names)
         frame, anything = target_frame(spark, resolved, needed, condition=condition)
         if alias:
             frame = frame.alias(alias)
-        matched = frame if cond is None else _analysis(lambda: frame.where(cond), "condition")
+        matched = frame if cond is None else _where(inputs, frame, cond, condition)
         parts = {c: F.col(c) for c in resolved.partition_columns}
         changes = shape.rows(matched, shape.delete_side(DELETE, parts, F.col(ROW_ID_COLUMN)), None)
-        return write_change_rows(spark, changes, plan, shape) if anything else []
+        return inputs.run(lambda: write_change_rows(spark, changes, plan, shape)) if anything else []
 
     return run_dml(target, "delete", produce, compaction_runner=spark_task_runner(spark))
 
@@ -263,20 +457,31 @@ def spark_update(spark, target: DmlTarget, condition: ExpressionOrColumn | None,
 
     def produce(resolved: ResolvedTable, plan: ChangePlan) -> list[TaskResult]:
         shape = _shape(resolved)
+        inputs = StatementInputs()
         values = _assignments(assignments, shape.names, "set", alias)
         frame, anything = target_frame(spark, resolved, condition=condition)
         if alias:
             frame = frame.alias(alias)
-        matched = frame if cond is None else _analysis(lambda: frame.where(cond), "condition")
+        matched = frame if cond is None else _where(inputs, frame, cond, condition)
         old = {n: frame[n] for n in shape.names}
-        new = {n: values.get(n, old[n]) for n in shape.names}
+        stored = {n: inputs.store(frame, value, text, n, shape.schema[n].dataType, f"set[{n}]")
+                  for n, (value, text) in values.items()}
+        new = {n: stored.get(n, old[n]) for n in shape.names}
         parts = {c: frame[c] for c in resolved.partition_columns}
         changes = _analysis(lambda: shape.rows(
             matched, shape.delete_side(UPDATE_DELETE, parts, frame[ROW_ID_COLUMN]),
             shape.insert_side(UPDATE_INSERT, new)), "set")
-        return write_change_rows(spark, changes, plan, shape) if anything else []
+        return inputs.run(lambda: write_change_rows(spark, changes, plan, shape)) if anything else []
 
     return run_dml(target, "update", produce, compaction_runner=spark_task_runner(spark))
+
+
+def _where(inputs: StatementInputs, frame: DataFrame, cond: Column, given: Any) -> DataFrame:
+    """``frame`` filtered by the DELETE / UPDATE condition (Spark's analysis errors and a
+    non-deterministic condition refused, naming ``condition``)."""
+    matched = _analysis(lambda: frame.where(cond), "condition")
+    inputs.condition(frame, cond, given, "condition")
+    return matched
 
 
 @dataclass(frozen=True)
@@ -311,7 +516,9 @@ def spark_merge(spark, target: DmlTarget, source: DataFrame, condition: Expressi
                frozenset({"matched", "not_matched"}): "right",
                frozenset({"not_matched_by_source"}): "left",
                frozenset({"matched", "not_matched_by_source"}): "left"}.get(frozenset(kinds), "full")
-        joined = _analysis(lambda: frame.join(marked, on=on, how=how), "condition")
+        inputs = StatementInputs()
+        joined = _analysis(lambda: _join(frame, marked, on, how), "condition")
+        inputs.condition(joined, on, condition, "condition")  # remembered for the job's errors
         has_target = joined[ROW_ID_COLUMN].isNotNull()
         has_source = marked[_SOURCE_MARK].isNotNull()
         state = {"matched": has_target & has_source, "not_matched": ~has_target & has_source,
@@ -320,7 +527,10 @@ def spark_merge(spark, target: DmlTarget, source: DataFrame, condition: Expressi
         for i, clause in enumerate(clauses):
             test = state[clause.when]
             if clause.condition is not None:
-                test = test & to_column(clause.condition, f"clause {i + 1} condition")
+                argument = f"clause {i + 1} condition"
+                when = to_column(clause.condition, argument)
+                inputs.condition(joined, when, clause.condition, argument)
+                test = test & when
             chosen = (F.when(test, F.lit(i)) if chosen is None else chosen.when(test, F.lit(i)))
         assert chosen is not None
         old = {n: frame[n] for n in shape.names}
@@ -334,7 +544,7 @@ def spark_merge(spark, target: DmlTarget, source: DataFrame, condition: Expressi
                 side = shape.delete_side(op, parts, frame[ROW_ID_COLUMN])
                 delete_side = F.when(is_i, side) if delete_side is None else delete_side.when(is_i, side)
             if clause.action in ("update", "insert"):
-                values = _clause_values(clause, i, shape.names, marked, old, alias)
+                values = _clause_values(clause, i, shape, marked, old, alias, inputs, joined)
                 side = shape.insert_side(UPDATE_INSERT if clause.action == "update" else INSERT, values)
                 insert_side = F.when(is_i, side) if insert_side is None else insert_side.when(is_i, side)
         if _checks_cardinality(clauses):  # a matched row no clause acts on still counts once
@@ -342,7 +552,7 @@ def spark_merge(spark, target: DmlTarget, source: DataFrame, condition: Expressi
             side = shape.delete_side(MATCHED_NO_ACTION, parts, frame[ROW_ID_COLUMN])
             delete_side = F.when(quiet, side) if delete_side is None else delete_side.when(quiet, side)
         changes = _analysis(lambda: shape.rows(joined, delete_side, insert_side), "merge clauses")
-        return write_change_rows(spark, changes, plan, shape)
+        return inputs.run(lambda: write_change_rows(spark, changes, plan, shape))
 
     checked = _checks_cardinality(clauses)
     return run_dml(target, "merge", produce, merge_condition=cond_text if checked else None,
@@ -358,11 +568,36 @@ def _checks_cardinality(clauses: list[MergeClause]) -> bool:
     return not (len(matched) == 1 and matched[0].action == "delete" and matched[0].condition is None)
 
 
-def _clause_values(clause: MergeClause, index: int, columns: list[str], source: DataFrame,
-                   old: Mapping[str, Column], alias: str | None) -> dict[str, Column]:
+def _join(frame: DataFrame, source: DataFrame, on: Column, how: str) -> DataFrame:
+    """The target joined with the source on the MERGE condition. Spark refuses a
+    non-deterministic join condition without naming the function; it is named here, from the
+    condition analyzed over both sides."""
+    try:
+        return frame.join(source, on=on, how=how)
+    except AnalysisException as exc:
+        if error_condition(exc) != "INVALID_NON_DETERMINISTIC_EXPRESSIONS":
+            raise
+        try:
+            function = _nondeterministic_function(_analyzed(frame.crossJoin(source), on, "condition")[0])
+        except AcidError:
+            function = None
+        if function is None:
+            raise
+        raise nondeterministic_error("condition", function) from None
+
+
+def _clause_values(clause: MergeClause, index: int, shape: ChangeShape, source: DataFrame, old: Mapping[str, Column],
+                   alias: str | None, inputs: StatementInputs, joined: DataFrame) -> dict[str, Column]:
+    """The new row of an UPDATE / INSERT clause, each given value stored into its column."""
+    columns = shape.names
     argument = f"clause {index + 1} ({'set' if clause.action == 'update' else 'values'})"
+
+    def store(name: str, value: Column, text: str | None) -> Column:
+        return inputs.store(joined, value, text, name, shape.schema[name].dataType, f"{argument}[{name}]")
+
     if clause.values is not None:
-        given = _assignments(clause.values, columns, argument, alias)
+        given = {n: store(n, value, text)
+                 for n, (value, text) in _assignments(clause.values, columns, argument, alias).items()}
         if clause.action == "update":
             return {n: given.get(n, old[n]) for n in columns}
         return given  # INSERT: columns not given are NULL
@@ -373,4 +608,4 @@ def _clause_values(clause: MergeClause, index: int, columns: list[str], source: 
         raise SchemaError(f"{argument}: {'UPDATE SET *' if clause.action == 'update' else 'INSERT *'} needs a source "
                           f"column for every target column; the source lacks {', '.join(missing)} "
                           f"(source columns: {', '.join(by_lower.values())})", column=missing[0])
-    return {c: source[by_lower[c.lower()]] for c in columns}
+    return {c: store(c, source[by_lower[c.lower()]], by_lower[c.lower()]) for c in columns}

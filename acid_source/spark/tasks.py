@@ -10,6 +10,11 @@ or Spark's own failure and stays Spark's error.
 Used by compaction (:mod:`.compaction`: one Spark task per planned task) and by UPDATE /
 DELETE / MERGE (:mod:`.dml`: one answer per partition of the change rows). What runs in the
 tasks imports nothing driver-side.
+
+Errors Spark itself raises around a job (an ANSI cast that failed in the JVM before any Python
+ran, a JVM stack overflow) are read here by their facts, never by their text:
+:func:`error_condition`, :func:`sql_state`, :func:`stack_overflow`; the caller, who knows which
+argument each expression came from, turns them into typed errors.
 """
 
 from __future__ import annotations
@@ -91,6 +96,45 @@ def run_per_partition(frame: Any, work: Callable[[int, Iterator[pa.RecordBatch]]
         yield answer(idx, lambda: work(idx, batches))
 
     return results_of(frame.mapInArrow(task, RESULT_SCHEMA).collect())
+
+
+def error_condition(exc: BaseException) -> str | None:
+    """Spark's error condition of a pyspark exception (``CAST_OVERFLOW``, ...), or None."""
+    for method in ("getCondition", "getErrorClass"):
+        get = getattr(exc, method, None)
+        if get is not None:
+            try:
+                value = get()
+            except Exception:  # a captured exception whose JVM side cannot answer
+                continue
+            if value:
+                return str(value)
+    return None
+
+
+def sql_state(exc: BaseException) -> str | None:
+    """The SQLSTATE of a pyspark exception (class ``22``: a data exception), or None."""
+    get = getattr(exc, "getSqlState", None)
+    try:
+        return str(get()) if get is not None and get() else None
+    except Exception:  # a captured exception whose JVM side cannot answer
+        return None
+
+
+def stack_overflow(exc: BaseException) -> bool:
+    """Whether a Py4J error was caused by a ``java.lang.StackOverflowError`` in the JVM: Spark
+    recurses over expression trees, and one nested deeply enough overflows the thread's stack."""
+    java = getattr(exc, "java_exception", None)
+    for _ in range(20):  # a cause chain is short; never loop on a cyclic one
+        if java is None:
+            return False
+        try:
+            if java.getClass().getName() == "java.lang.StackOverflowError":
+                return True
+            java = java.getCause()
+        except Exception:  # the JVM side is gone: not something we can tell
+            return False
+    return False
 
 
 def _one_row_per_partition(spark: Any, payload: list[tuple[int, bytes]]) -> Any:

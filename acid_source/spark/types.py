@@ -1,5 +1,6 @@
 """Spark-side types: the one spelling of "SQL string or Column" the Spark API takes (as
-delta-spark's ``delta/_typing.py``), and Spark schemas as the Arrow schemas the core works with."""
+delta-spark's ``delta/_typing.py``), Spark schemas as the Arrow schemas the core works with, and
+Spark types sorted into the kinds of the one store rule (:func:`acid_source.dml.assignments.storable`)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,22 @@ from typing import Mapping, Union
 import pyarrow as pa
 from pyspark.sql import Column
 from pyspark.sql.pandas.types import to_arrow_schema
-from pyspark.sql.types import StructType
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    BooleanType,
+    CharType,
+    DataType,
+    DateType,
+    MapType,
+    NullType,
+    NumericType,
+    StringType,
+    StructType,
+    TimestampNTZType,
+    TimestampType,
+    VarcharType,
+)
 
 from ..errors import SchemaError
 
@@ -27,3 +43,35 @@ def arrow_schema_of(schema: StructType) -> pa.Schema:
         return to_arrow_schema(schema, timezone="UTC")
     except Exception as exc:  # pyspark's own error types: UNSUPPORTED_DATA_TYPE_FOR_ARROW_CONVERSION, ...
         raise SchemaError(f"cannot convert the Spark schema {schema.simpleString()} to Arrow: {exc}") from None
+
+
+def value_kind(dtype: DataType) -> str:
+    """The kind of a Spark type in the store rule: number, boolean, string (char and varchar
+    too), time (dates and timestamps), binary, or nested (everything else)."""
+    if isinstance(dtype, NumericType):
+        return "number"
+    if isinstance(dtype, BooleanType):
+        return "boolean"
+    if isinstance(dtype, (StringType, CharType, VarcharType)):
+        return "string"
+    if isinstance(dtype, (DateType, TimestampType, TimestampNTZType)):
+        return "time"
+    if isinstance(dtype, BinaryType):
+        return "binary"
+    return "nested"
+
+
+def same_shape(source: DataType, target: DataType) -> bool:
+    """Whether a nested value can be stored as it is: the same type, nullability aside, where a
+    NULL-typed part (``array()``, ``map()``) fits any type."""
+    if isinstance(source, NullType):
+        return True
+    if isinstance(source, ArrayType) and isinstance(target, ArrayType):
+        return same_shape(source.elementType, target.elementType)
+    if isinstance(source, MapType) and isinstance(target, MapType):
+        return same_shape(source.keyType, target.keyType) and same_shape(source.valueType, target.valueType)
+    if isinstance(source, StructType) and isinstance(target, StructType):
+        return (len(source.fields) == len(target.fields)
+                and all(a.name == b.name and same_shape(a.dataType, b.dataType)
+                        for a, b in zip(source.fields, target.fields)))
+    return source == target
