@@ -319,3 +319,16 @@ def test_conditions_and_values_are_the_text_as_written():
 def test_a_doubled_quote_is_one_quote_in_names_and_paths():
     assert parse_statement("DELETE FROM acidorc.`/w/it``s` WHERE a = 1").target == TableRef(path="/w/it`s")
     assert parse_statement("UPDATE `my db`.`t``1` SET `x y` = 1").target == TableRef(("my db", "t`1"))
+
+
+def test_clause_texts_are_cut_at_the_statements_own_keywords():
+    s = parse_statement("MERGE INTO t USING (SELECT * FROM s WHERE a = 1) s ON t.id = s.id AND s.d BETWEEN 1 AND 2 "
+                        "WHEN MATCHED AND s.n BETWEEN 1 AND 2 AND s.v IN ('a', 'b') THEN DELETE "
+                        "WHEN NOT MATCHED THEN INSERT (id, v) VALUES (s.id, CASE WHEN s.v = 'x' THEN 'y' END)")
+    assert s.condition == "t.id = s.id AND s.d BETWEEN 1 AND 2"
+    assert s.clauses[0].condition == "s.n BETWEEN 1 AND 2 AND s.v IN ('a', 'b')"
+    assert s.clauses[1].assignments == (("id", "s.id"), ("v", "CASE WHEN s.v = 'x' THEN 'y' END"))
+    s = parse_statement("UPDATE t SET a = b = c, d = (SELECT max(x) FROM u WHERE u.k = t.k) "
+                        "WHERE k IN (SELECT k FROM w WHERE z)")
+    assert s.assignments == (("a", "b = c"), ("d", "(SELECT max(x) FROM u WHERE u.k = t.k)"))
+    assert s.condition == "k IN (SELECT k FROM w WHERE z)"
