@@ -234,7 +234,7 @@ class Compiler:
             return []  # a literal as a whole, its sign and type suffix included
         if isinstance(node, (exp.And, exp.Or)):
             return chain_operands(node, type(node))
-        if isinstance(node, (exp.Paren, exp.Not, exp.Neg, exp.Abs, exp.Length, exp.Lower, exp.Upper)):
+        if isinstance(node, (exp.Paren, exp.Not, exp.Neg, exp.Abs, exp.Length, exp.Lower, exp.Upper, exp.IsNan)):
             return [node.this]
         if isinstance(node, exp.Cast):  # TryCast too: Spark's CAST
             if node.args.get("format"):
@@ -376,6 +376,16 @@ class Compiler:
             return self._case(node, [(args[0], args[1])], args[2] if len(args) > 2 else None)
         if isinstance(node, exp.Case):
             return self._case_expression(node, args)
+        if isinstance(node, exp.IsNan):
+            (value,) = args
+            if is_string(value.type) and value.is_constant:  # isnan('NaN'): Spark casts it to double
+                value = self._cast(node, value, pa.float64())
+            if not is_numeric(value.type) and not is_null(value.type):
+                self.fail(node, f"isnan needs a number, not {describe(value.type)}")
+            if not is_floating(value.type):  # Spark: isnan(NULL) and isnan of an integer or decimal are false
+                return constant(False, pa.bool_())
+            nan = _is_nan(value)
+            return nan if nan.is_constant else _call("coalesce", [nan, constant(False, pa.bool_())], pa.bool_())
         if isinstance(node, exp.Abs):
             (value,) = args
             if not is_numeric(value.type) and not is_null(value.type):
@@ -545,6 +555,9 @@ class Compiler:
         if item.type == target:
             return item
         if item.is_constant:
+            if is_floating(item.type) and is_decimal(target) and item.value is not None \
+                    and not math.isfinite(item.value):
+                return constant(None, target)  # Spark: NaN and +-inf as a decimal are NULL, even in ANSI mode
             try:
                 return constant(cast_value(item.value, item.type, target), target)
             except ValueError as exc:
@@ -554,6 +567,11 @@ class Compiler:
             pa.array([], type=source).cast(target)
         except (pa.ArrowNotImplementedError, pa.ArrowInvalid):
             self.fail(node, f"cannot cast {describe(source)} to {describe(target)}")
+        if is_floating(source) and is_string(target):
+            self.fail(node, f"cannot cast {describe(source)} to {describe(target)}: Spark writes such numbers as "
+                            "Java does (100.0, 1.0E20, NaN, Infinity), which is not implemented here")
+        if is_floating(source) and is_decimal(target):  # NaN and +-inf become NULL, as in Spark
+            item = _call("if_else", [_call("is_finite", [item], pa.bool_()), item, constant(None, source)], source)
         if is_decimal(source) and is_floating(target):
             # Arrow's decimal-to-double is not correctly rounded (404.46 becomes
             # 404.46000000000004); through text it is, like Java's BigDecimal.doubleValue

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 
 import pyarrow as pa
+import pyarrow.dataset as ds
 import pytest
 from core_read import read_rows
 
@@ -108,3 +109,23 @@ def test_non_deterministic_conditions_are_refused_by_every_engine_free_entry(tmp
         with pytest.raises(InvalidArgumentError, match=r"non-deterministic function rand[n]?\(\) is not allowed"):
             call()
     assert AcidTable.load(path).version == version  # nothing was committed
+
+
+def test_a_float_column_cast_to_string_is_refused():
+    """Spark writes 100.0, 1.0E20, NaN, Infinity where Arrow writes 100, 1e+20, nan, inf: a
+    condition such as CAST(d AS STRING) = 'NaN' would silently differ, so it is refused."""
+    with pytest.raises(InvalidArgumentError, match=r"'condition': cannot cast double to string: Spark writes"):
+        parse_condition("CAST(d AS STRING) = 'NaN'", SCHEMA, argument="condition")
+
+
+def test_non_finite_values_cast_to_decimal_are_null():
+    """Spark (ANSI mode too) casts NaN and +-inf to a decimal as NULL; a finite value out of
+    range stays an error."""
+    table = pa.table({"d": pa.array([NAN, INF, -INF, 1.5, None], pa.float64())})
+    expression = parse_value_expression("CAST(d AS DECIMAL(5, 1))", table.schema).expression
+    got = ds.dataset(table).to_table(columns={"v": expression}).column("v").to_pylist()
+    assert [None if v is None else str(v) for v in got] == [None, None, None, "1.5", None]
+    assert parse_condition("CAST(double('NaN') AS DECIMAL(5, 1)) IS NULL", table.schema).expression.equals(
+        parse_condition("true", table.schema).expression)
+    with pytest.raises(InvalidArgumentError, match="out of range"):
+        parse_condition("CAST(1e20 AS DECIMAL(5, 1)) IS NULL", table.schema)

@@ -48,6 +48,8 @@ OTHER_CONDITIONS = [
     "NOT (d > 100)", "NOT (d = f)", "NOT (d <=> f)", "coalesce(d, f) > 100", "abs(d) >= 100", "-d < -100",
     "d + 1 > 100", "d * 0 = 0", "d - d = 0", "d > 100 OR f < 0", "d > 100 AND f >= d",
     "cast(f as double) = d", "cast(d as float) >= f", "coalesce(f, 'NaN') = 'NaN'",
+    "cast(d as decimal(10,2)) > 0", "cast(f as decimal(10,2)) IS NULL", "cast(double('NaN') as decimal(10,2)) IS NULL",
+    "isnan(d)", "isnan(f) OR d > 100", "NOT isnan(d)", "isnan(i)", "isnan(m)", "isnan(NULL)", "isnan('NaN')",
 ]
 CONDITIONS = [f"{left} {op} {right}" for left, op, right in itertools.product(["f", "d"], OPERATORS, OPERANDS)]
 CONDITIONS += OTHER_CONDITIONS
