@@ -4,8 +4,9 @@ Types and null handling follow Spark SQL: literals are converted to the type of 
 compared with (``day = '2024-01-01'`` on a date column compares dates), numeric operands are
 widened the way Spark widens them, AND / OR / NOT use three-valued (Kleene) logic, a
 comparison with NULL is NULL, and floating-point values compare in Spark's order (NaN above
-every other value and equal to itself, -0.0 = 0.0). The tree is walked with an explicit stack, and chains of AND / OR
-become balanced trees, so neither a long chain nor deep nesting recurses in Python or in Arrow.
+every other value and equal to itself, -0.0 = 0.0). The tree is walked with an explicit
+stack, and chains of AND / OR become balanced trees, so neither a long chain nor deep nesting
+recurses in Python or in Arrow.
 """
 
 from __future__ import annotations
