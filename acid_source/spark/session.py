@@ -79,4 +79,45 @@ def get_or_create_session(app_name: str = "acidorc", master: str | None = None, 
         builder = builder.config(key, value)
     spark = configure(builder).getOrCreate()
     register(spark)
+    if metastore_url:
+        hand_store_to_workers(spark, metastore_url)
     return spark
+
+
+def hand_store_to_workers(spark, url: str) -> None:
+    """Make ``url`` the store of the Python workers that plan this session's reads.
+
+    Spark starts them with the JVM's environment plus the context's (``SparkContext.environment``,
+    captured when a data source is registered). A JVM started before ``url`` was put in this
+    process's environment (a session that already existed) would have them read another store,
+    one that may not know the table and would read it as written by another engine, a dead
+    writer's files included: the URL goes into the context's environment, and acidorc is
+    registered again so that its workers start with it (Spark logs that it replaced the source).
+    A URL with a password is never handed to Spark (it would travel with tasks): then this is a
+    :class:`~acid_source.errors.MetastoreError` asking for the variable before the first session.
+    """
+    from ..errors import MetastoreError
+    from ..metastore.engine import display_url, parse_url
+
+    name = settings.METASTORE_URL.name
+    context = spark.sparkContext
+    try:
+        in_jvm = (context._jvm.System.getenv(name) or "").strip()
+    except Exception:  # no JVM at hand (Spark Connect): the workers' environment cannot be checked
+        return
+    handed = context.environment.get(name)
+    if handed == url or (handed is None and in_jvm == url.strip()):
+        return
+    if in_jvm != url.strip() and parse_url(url).password is not None:
+        raise MetastoreError(
+            f"this SparkSession's JVM started before the metastore URL {display_url(parse_url(url))!r} was chosen, "
+            f"so the Python workers that plan its reads would use another store; a URL with a password is not "
+            f"handed to Spark: set ${name} before the first SparkSession of the application starts",
+            url=display_url(parse_url(url)))
+    from .datasource import AcidOrcDataSource
+
+    if in_jvm == url.strip():
+        context.environment.pop(name, None)  # the JVM's own is the one again
+    else:
+        context.environment[name] = url
+    spark.dataSource.register(AcidOrcDataSource)

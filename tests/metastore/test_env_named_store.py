@@ -101,24 +101,36 @@ def test_only_the_built_in_default_store_may_be_absent(tmp_path, monkeypatch):
 
 
 @pytest.mark.spark
-def test_a_spark_read_whose_workers_name_a_deleted_store_is_an_error(spark, dead_writer_then_store_deleted):
-    """``spark.read.format("acidorc").load(p)`` resolves the table in a Python worker, which has
-    the environment Spark gave it: the store that environment names (here through the context's
-    executor environment, as when the variable is set before the session starts) must exist."""
-    from acid_source.spark.datasource import SOURCE_NAME, AcidOrcDataSource
+def test_the_store_a_running_session_is_given_is_the_one_its_workers_ask(spark, tmp_path, monkeypatch):
+    """``get_or_create_session(metastore_url=...)`` on a session whose JVM already runs: the
+    Python workers that plan ``spark.read.format("acidorc").load(p)`` must ask that store, not
+    the JVM's, which does not know the table (and would read it as another engine's: every write
+    id on disk committed, a dead writer's included); and once that store's file is deleted, they
+    must refuse it, as for ``metastoreUrl=``. Planning alone shows which store they asked: only
+    the table's own store has the history versionAsOf needs."""
+    from acid_source import get_or_create_session
 
-    _, path, url = dead_writer_then_store_deleted
-    context = spark.sparkContext
-    before = context.environment.get("ACIDORC_METASTORE_URL")
-    context.environment["ACIDORC_METASTORE_URL"] = url
+    original = os.environ["ACIDORC_METASTORE_URL"]
+    monkeypatch.setenv("ACIDORC_METASTORE_URL", original)  # restored after the test
+    store = tmp_path / "own.db"
+    url = f"sqlite:///{store}"
+    path = str(tmp_path / "t")
+    create_table(path, pa.schema([("id", pa.int64())]), metastore_url=url)
+    AcidTable.load(path, metastoreUrl=url).append(pa.table({"id": pa.array([1], pa.int64())}))
+
+    def plan():
+        return spark.read.format("acidorc").option("versionAsOf", 1).load(path).columns
+
     try:
-        spark.dataSource.register(AcidOrcDataSource)  # its workers now start with this environment
+        assert get_or_create_session(metastore_url=url) is spark
+        assert plan() == ["id"]
+        for leftover in tmp_path.glob("own.db*"):
+            leftover.unlink()
         with pytest.raises(Exception, match="MetastoreNotFoundError") as info:
-            spark.read.format(SOURCE_NAME).load(path).collect()
-        assert url in str(info.value)
+            plan()
+        assert url in str(info.value) and not store.exists()
     finally:
-        if before is None:
-            context.environment.pop("ACIDORC_METASTORE_URL", None)
-        else:
-            context.environment["ACIDORC_METASTORE_URL"] = before
-        spark.dataSource.register(AcidOrcDataSource)
+        get_or_create_session(metastore_url=original)
+    assert spark.sparkContext.environment.get("ACIDORC_METASTORE_URL") is None
+    with pytest.raises(Exception, match="is not registered in"):  # the JVM's store again
+        plan()
