@@ -187,6 +187,18 @@ def nondeterministic_error(argument: str, function: str) -> InvalidArgumentError
                                           "the rows it selects would change from one run to the next")
 
 
+@dataclass(frozen=True)
+class Assignment:
+    """One value given for a column: the Column, its SQL text (None for a Column given as
+    one), the column's type and the argument it was given as (``set[amount]``)."""
+
+    column: str
+    value: Column
+    text: str | None
+    target: DataType
+    argument: str
+
+
 @dataclass
 class _Store:
     """One value checked into its column when computed (see :meth:`StatementInputs.store`)."""
@@ -216,34 +228,45 @@ class StatementInputs:
         if function is not None:
             raise nondeterministic_error(argument, function)
 
-    def store(self, frame: DataFrame, value: Column, text: str | None, column: str, target: DataType,
-              argument: str) -> Column:
-        """``value`` (over ``frame``) as the type of ``column``: refused now when its type can
+    def store(self, frame: DataFrame, values: list[Assignment]) -> dict[str, Column]:
+        """Each value (over ``frame``) as the type of its column: refused now when its type can
         never be stored there; otherwise a Column that raises, when a row's value does not fit,
         an error :meth:`run` turns into a :class:`SchemaError` naming the column and the value.
-        The value is computed once per row (a lambda variable), so ``uuid()`` stays one value."""
-        self._texts.append((argument, text, column))
-        _, source, name = _analyzed(frame, value, argument)
-        shown = text if text is not None else name
-        source_kind, target_kind = value_kind(source), value_kind(target)
-        if source_kind == "nested" or target_kind == "nested":
-            if not same_shape(source, target):
-                raise unstorable_error(argument, column, shown, source.simpleString(), target.simpleString())
-            return value
-        if not storable(source_kind, target_kind):
-            raise unstorable_error(argument, column, shown, source.simpleString(), target.simpleString())
-        if source == target:
-            return value
+        The values are analyzed together (one analysis, not one per column), and one at a time
+        only to name the one Spark refuses."""
+        if not values:
+            return {}
+        try:
+            fields = _analysis(lambda: frame.select(*[a.value for a in values]).schema.fields,
+                               " / ".join(a.argument for a in values))
+        except AcidError:
+            for a in values:
+                _analyzed(frame, a.value, a.argument)
+            raise
+        return {a.column: self._stored(a, f.dataType, f.name) for a, f in zip(values, fields)}
+
+    def _stored(self, a: Assignment, source: DataType, name: str) -> Column:
+        """One value of type ``source`` (Spark's ``name`` for it) as its column's type; it is
+        computed once per row (a lambda variable), so ``uuid()`` stays one value."""
+        self._texts.append((a.argument, a.text, a.column))
+        shown = a.text if a.text is not None else name
+        source_kind, target_kind = value_kind(source), value_kind(a.target)
+        fits = (same_shape(source, a.target) if "nested" in (source_kind, target_kind)
+                else storable(source_kind, target_kind))
+        if not fits:
+            raise unstorable_error(a.argument, a.column, shown, source.simpleString(), a.target.simpleString())
+        if source == a.target or "nested" in (source_kind, target_kind):
+            return a.value
         check = len(self._stores)
-        self._stores.append(_Store(argument, column, shown, source, target))
+        self._stores.append(_Store(a.argument, a.column, shown, source, a.target))
         mark = F.lit(f"{self._mark}{check}:")
 
         def fit(x: Column) -> Column:
-            stored = x.try_cast(target)
+            stored = x.try_cast(a.target)
             failed = x.isNotNull() & stored.isNull()
             return F.when(failed, F.raise_error(F.concat(mark, x.cast("string")))).otherwise(stored)
 
-        return F.transform(F.array(value), fit)[0]
+        return F.transform(F.array(a.value), fit)[0]
 
     def arguments(self) -> str:
         """Every argument given, for an error no single one can be blamed for."""
@@ -464,8 +487,8 @@ def spark_update(spark, target: DmlTarget, condition: ExpressionOrColumn | None,
             frame = frame.alias(alias)
         matched = frame if cond is None else _where(inputs, frame, cond, condition)
         old = {n: frame[n] for n in shape.names}
-        stored = {n: inputs.store(frame, value, text, n, shape.schema[n].dataType, f"set[{n}]")
-                  for n, (value, text) in values.items()}
+        stored = inputs.store(frame, [Assignment(n, value, text, shape.schema[n].dataType, f"set[{n}]")
+                                      for n, (value, text) in values.items()])
         new = {n: stored.get(n, old[n]) for n in shape.names}
         parts = {c: frame[c] for c in resolved.partition_columns}
         changes = _analysis(lambda: shape.rows(
@@ -592,12 +615,12 @@ def _clause_values(clause: MergeClause, index: int, shape: ChangeShape, source: 
     columns = shape.names
     argument = f"clause {index + 1} ({'set' if clause.action == 'update' else 'values'})"
 
-    def store(name: str, value: Column, text: str | None) -> Column:
-        return inputs.store(joined, value, text, name, shape.schema[name].dataType, f"{argument}[{name}]")
+    def store(given: Mapping[str, tuple[Column, str | None]]) -> dict[str, Column]:
+        return inputs.store(joined, [Assignment(n, value, text, shape.schema[n].dataType, f"{argument}[{n}]")
+                                     for n, (value, text) in given.items()])
 
     if clause.values is not None:
-        given = {n: store(n, value, text)
-                 for n, (value, text) in _assignments(clause.values, columns, argument, alias).items()}
+        given = store(_assignments(clause.values, columns, argument, alias))
         if clause.action == "update":
             return {n: given.get(n, old[n]) for n in columns}
         return given  # INSERT: columns not given are NULL
@@ -608,4 +631,4 @@ def _clause_values(clause: MergeClause, index: int, shape: ChangeShape, source: 
         raise SchemaError(f"{argument}: {'UPDATE SET *' if clause.action == 'update' else 'INSERT *'} needs a source "
                           f"column for every target column; the source lacks {', '.join(missing)} "
                           f"(source columns: {', '.join(by_lower.values())})", column=missing[0])
-    return {c: store(c, source[by_lower[c.lower()]], by_lower[c.lower()]) for c in columns}
+    return store({c: (source[by_lower[c.lower()]], by_lower[c.lower()]) for c in columns})

@@ -86,7 +86,6 @@ def test_merge_values_that_do_not_fit_name_clause_column_and_value(spark, table)
     for clauses, argument, shown in [
         (lambda m: m.whenNotMatchedInsert(values={"id": "s.id", "k": "3000000000"}), "clause 1 (values)[k]",
          "3000000000"),
-        (lambda m: m.whenMatchedUpdate(set={"k": "s.txt"}), "clause 1 (set)[k]", "'x'"),
         (lambda m: m.whenMatchedDelete("s.n = 0").whenMatchedUpdate(set={"day": "s.n"}), "clause 2 (set)[day]",
          "s.n"),
     ]:
