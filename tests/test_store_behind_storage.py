@@ -19,6 +19,8 @@ import sqlalchemy as sa
 from write.writers import write
 
 from acid_source import create_table, drop_table
+from acid_source.maintenance.aborted import clean_aborted_writes
+from acid_source.maintenance.cleaner import vacuum
 from acid_source.errors import MetastoreError, StoreBehindStorageError
 from acid_source.metastore import Metastore
 from acid_source.metastore.schema import metadata
@@ -326,3 +328,43 @@ def test_adopt_refuses_compaction_outputs_whose_transaction_is_not_committed(tmp
     AcidTable.load(path, metastoreUrl=fresh).append(_batch([3], "c"))
     assert _rows(path, fresh) == [(1, "a"), (2, "b"), (3, "c")]
     assert Metastore(fresh).valid_txns().high_watermark > txn_id
+
+
+# --- clean-up with a store behind its storage: it would take a lost commit for an abort -----
+
+def _committed_after_the_copy(tmp_path, url):
+    """A store copied while write id 2 was still open; 2 then committed and 3 appended; the
+    copy restored. The store now says 2 is open (and, once silent, aborted) though it
+    committed, and does not know 3."""
+    path = str(tmp_path / "t")
+    create_table(path, SCHEMA, metastore_url=url)
+    table = AcidTable.load(path, metastoreUrl=url)
+    table.append(_batch([1], "first"))
+    copy = StoreCopy(url, tmp_path)
+    with table.newWrite(mode="append") as staged:
+        writer = staged.writer(0)
+        writer.write(_batch([2], "open at the copy"))
+        result = writer.close()
+        copy.take()
+        staged.commit([result])
+    table.append(_batch([3], "after the copy"))
+    copy.restore()
+    return path
+
+
+def test_clean_aborted_writes_refuses_a_restored_store(tmp_path, sqlite_url):
+    path = _committed_after_the_copy(tmp_path, sqlite_url)
+    before = _files(path)
+    with pytest.raises(StoreBehindStorageError):
+        clean_aborted_writes(path, metastore_url=sqlite_url, expire_after_seconds=0)
+    assert _files(path) == before  # write id 2's committed directory is still there
+
+
+def test_vacuum_refuses_a_restored_store(tmp_path, sqlite_url):
+    path = _committed_after_the_copy(tmp_path, sqlite_url)
+    store = Metastore(sqlite_url)
+    store.abort_expired(0, table_id=store.get_table(path).table_id)  # write id 2 now reads as aborted
+    before = _files(path)
+    with pytest.raises(StoreBehindStorageError):
+        vacuum(path, metastore_url=sqlite_url, retention_seconds=0)
+    assert _files(path) == before

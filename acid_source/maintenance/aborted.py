@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..faults import crash_point
+from ..layout.ids_on_storage import list_ids_on_storage
 from ..metastore import Metastore
 from ..storage import Storage
 from ..write.cleanup import remove_empty_parents, write_id_dirs
@@ -36,12 +37,15 @@ def clean_aborted_writes(location: str, *, metastore_url: str | None = None,
     """
     metastore = Metastore.existing(metastore_url)
     table = metastore.get_table(location)
+    storage = Storage(table.location, tuple(sorted((storage_options or {}).items())))
+    # A store restored from an older copy calls the write ids that were open then aborted
+    # (once they expire), though they may have committed since: remove nothing it never saw.
+    metastore.refuse_if_behind(table.table_id, list_ids_on_storage(storage))
     report = CleanupReport()
     if not dry_run:
         report.expired_transactions = metastore.abort_expired(expire_after_seconds, table_id=table.table_id)
         crash_point("cleanup.after_expire")
     aborted = metastore.write_ids_of(table.table_id, "aborted")
-    storage = Storage(table.location, tuple(sorted((storage_options or {}).items())))
     report.removed = write_id_dirs(storage, aborted)
     if not dry_run:
         for path in report.removed:

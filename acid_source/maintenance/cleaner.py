@@ -71,6 +71,7 @@ from dataclasses import dataclass, field
 from ..errors import AcidError, InvalidArgumentError, NotEnoughHistoryError, StorageError
 from ..faults import pause_point
 from ..layout.acid_state import AcidState, get_acid_state
+from ..layout.ids_on_storage import ids_on_storage
 from ..layout.names import parse_dir_name
 from ..layout.table_dirs import REMOVING_MARKER, discover_layout
 from ..metastore import Metastore
@@ -133,6 +134,8 @@ def vacuum(location: str | os.PathLike, *, dry_run: bool = False, metastore_url:
     plan = _Plan()
     if storage.exists(storage.root):  # listed after the store's view, as a reader does
         layout = discover_layout(storage)
+        # a store behind its storage would call a lost history's write ids aborted or unknown
+        store.refuse_if_behind(info.table_id, ids_on_storage(layout))
         for part in layout.partitions:
             _plan_partition(storage, part.path, layout.listings[part.path], view, plan)
     removed, size = [], 0

@@ -172,7 +172,11 @@ class TaskWriter:
         self._expected = expected
         self._checked: set[pa.Schema] = set()
 
-    def write(self, batch: pa.RecordBatch) -> None:
+    def write(self, batch: pa.RecordBatch | pa.Table) -> None:
+        if isinstance(batch, pa.Table):  # a table is its batches, in order
+            for part in batch.to_batches():
+                self.write(part)
+            return
         if self._expected is not None and batch.schema not in self._checked:
             check_unique_columns(batch.schema)
             check_data_schema(self.plan.storage.display(), self._expected, batch.schema)
