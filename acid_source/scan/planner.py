@@ -127,7 +127,7 @@ class TableScan:
         snapshot = str(self.table.write_ids)
         for part in self.table.layout.partitions:
             values = tuple(convert_partition_value(raw, f.type) for raw, f in zip(part.raw_values, part_fields))
-            if part_preds and not partition_matches(part_preds, dict(zip(part_names, values))):
+            if part_preds and not partition_matches(part_preds, dict(zip(part_names, _as_read(values, part_fields)))):
                 continue
             if chosen is not None and not partition_may_match(chosen, part_fields, values, "partitionFilter"):
                 continue
@@ -236,6 +236,13 @@ class TableScan:
 
 def _with_stripes(s: FileSlice, first: int, last: int) -> FileSlice:
     return dataclasses.replace(s, stripes=(first, last))
+
+
+def _as_read(values: tuple, part_fields: list[pa.Field]) -> tuple:
+    """Partition values as the reader fills the columns: a float column's value rounded to
+    float, as Spark's pushed-down float literals are (float('1.1') is not 1.1 as a float)."""
+    return tuple(pa.scalar(v, f.type).as_py() if v is not None and pa.types.is_float32(f.type) else v
+                 for v, f in zip(values, part_fields))
 
 
 def partition_may_match(condition, part_fields: list[pa.Field], values: tuple, option: str | None = None) -> bool:

@@ -180,16 +180,18 @@ def test_a_stripe_holding_nan_is_not_skipped(spark, spark_answers, tmp_path):
 
 
 def test_partitions_of_nan_are_pruned_as_spark_filters(spark, spark_answers, tmp_path):
-    """A filter Spark pushes down on a double partition column prunes partitions exactly (Spark
-    does not filter their rows again): the partition p=NaN matches p > 100 and p IN (.., NaN)."""
+    """A filter Spark pushes down on a partition column prunes partitions exactly (Spark does
+    not filter their rows again): the partition p=NaN matches p > 100 and p IN (.., NaN), and
+    q=1.1 of a float column matches q = float(1.1) (1.1 rounded to float, not to double)."""
     answers, _ = spark_answers
     names = {0: "NaN", 3: "Infinity", 4: "-Infinity", 5: "__HIVE_DEFAULT_PARTITION__"}
     hive = HiveTable(tmp_path / "hive", [("id", "int"), ("d", "double")])
     for k, value in enumerate(VALUES):  # rows 0..10 of ROWS: d = VALUES[k], one per partition
         assert repr(ROWS["d"][k].as_py()) == repr(value)
-        hive.insert(1, {0: [(k, value)]}, partition=f"p={names.get(k, repr(value))}")
+        hive.insert(1, {0: [(k, value)]}, partition=f"p={names.get(k, repr(value))}/q=1.1")
     for condition in ("d > 100", "d IN (-0.0, 'NaN')"):
         expected = [k for k in _true_ids(answers[condition]) if k < len(VALUES)]
-        frame = (spark.read.format("acidorc").option("filterPushdown", "true").schema("id int, d double, p double")
-                 .load(str(tmp_path / "hive")).where(condition.replace("d", "p")))
+        frame = (spark.read.format("acidorc").option("filterPushdown", "true")
+                 .schema("id int, d double, p double, q float").load(str(tmp_path / "hive"))
+                 .where(f"{condition.replace('d', 'p')} AND q = float(1.1)"))
         assert sorted(r.id for r in frame.collect()) == expected, condition
