@@ -175,6 +175,21 @@ def test_the_issue_rows():
         assert table.filter(condition.expression).column("name").to_pylist() == expected
 
 
+def test_the_issue_on_an_acid_table(tmp_path):
+    """The engine-free DML and scan read the literal as Spark does (no Spark here)."""
+    from acid_source import create_table
+    from acid_source.table import AcidTable
+
+    path = str(tmp_path / "t")
+    create_table(path, pa.schema([("id", pa.int32()), ("name", pa.string())]))
+    table = AcidTable.load(path)
+    table.append(pa.table({"id": pa.array([1, 2, 3], pa.int32()), "name": ["n8", "n'8", "x"]}))
+    assert [r["id"] for r in table.scan(rowFilter="name = 'n''8'").toArrow().to_pylist()] == [2]
+    assert table.delete("name = 'n''8'")["numDeletedRows"] == 1
+    table.update("id = 3", {"name": "'it''s; ok'"})
+    assert sorted(tuple(r.values()) for r in AcidTable.load(path).toArrow().to_pylist()) == [(1, "n8"), (3, "it's; ok")]
+
+
 @pytest.mark.parametrize("text, kinds", [
     # Spark's lexer takes the longest match; a word starting with digits is a name
     ("1Lx", [("VAR", "1Lx")]),
