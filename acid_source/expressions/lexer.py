@@ -24,6 +24,10 @@ How: one pass over the text reads, by Spark's rules,
 - comments: ``--`` to the end of the line (a backslash before the newline continues it) and
   ``/* */``, nested; hints ``/*+`` are left to sqlglot.
 
+Spark's default settings are the reference: ``spark.sql.parser.escapedStringLiterals`` false
+(backslashes escape), ``spark.sql.ansi.doubleQuotedIdentifiers`` false (``"..."`` is a string),
+``spark.sql.legacy.exponentLiteralAsDecimal.enabled`` false (``1E2`` is a double).
+
 sqlglot tokenizes a copy of the text in which all of that is blanked out (line breaks kept), so
 its tokens (keywords, names, operators) keep their offsets, lines and columns; the tokens read
 here are merged in by offset. Each token's ``start`` / ``end`` are its characters in the text.
