@@ -13,11 +13,14 @@ The rules every input obeys, as on the engine-free path (:class:`StatementInputs
 * SQL text is bounded as :mod:`acid_source.expressions.parsing` bounds it (length, nesting)
   before Spark's parser sees it; a Column nested so deeply that Spark's analysis overflows the
   JVM stack is an :class:`InvalidArgumentError` too.
-* Conditions (DELETE / UPDATE ``WHERE``, MERGE ``ON`` and clause conditions) must be
-  deterministic: ``rand() < 0.5`` would select other rows on every run, so the statement could
-  not be repeated or reasoned about (Delta refuses it in MERGE; acidorc everywhere). Values may
-  be non-deterministic: ``uuid()`` or ``rand()`` as a SET / INSERT value is per-row data, as in
-  Delta's UPDATE and MERGE; each row's value is computed once.
+* Conditions (DELETE / UPDATE ``WHERE``, MERGE ``ON`` and clause conditions) and values (SET,
+  INSERT) must be deterministic, as on the engine-free path: ``rand() < 0.5`` would select other
+  rows on every run (Delta refuses it in MERGE conditions). Delta allows ``uuid()`` as an UPDATE
+  value; acidorc does not, because a value is also the key that routes its change row to a
+  write task (the bucket columns, or a hash of the new row): a map task Spark re-runs after a
+  lost shuffle file would compute other values and could send a row to a second write task,
+  writing it twice. Per-row random data belongs in the MERGE source, made stable first (written
+  out, or ``localCheckpoint()``); a non-deterministic source plan is not inspected.
 * A value is stored in its column under the one store rule
   (:func:`acid_source.dml.assignments.storable`): a type that can never be stored is a
   :class:`SchemaError` before anything runs; a value that does not fit (malformed, out of
@@ -56,6 +59,7 @@ from ..dml.events import (
 from ..dml.execution import DmlTarget, run_dml
 from ..errors import AcidError, InvalidArgumentError, SchemaError
 from ..expressions import columns_of
+from ..expressions.compiler import non_deterministic_message
 from ..expressions.parsing import length_problem, nesting_problem, position, tokenize, too_deep_at
 from ..scan.planner import TableScan
 from ..scan.reader import read_split
@@ -182,9 +186,8 @@ def _nondeterministic_function(expression: Any) -> str | None:
 
 
 def nondeterministic_error(argument: str, function: str) -> InvalidArgumentError:
-    """The one refusal of a non-deterministic condition (the engine-free compiler's wording)."""
-    return InvalidArgumentError(argument, f"non-deterministic function {function} is not allowed in a condition: "
-                                          "the rows it selects would change from one run to the next")
+    """The one refusal of a non-deterministic condition or value, in the engine-free compiler's words."""
+    return InvalidArgumentError(argument, non_deterministic_message(function.lower()))
 
 
 @dataclass(frozen=True)
@@ -211,8 +214,8 @@ class _Store:
 
 
 class StatementInputs:
-    """The expressions one statement was given: checked while the statement is analyzed (a
-    condition must be deterministic, a value storable in its column), and remembered so that a
+    """The expressions one statement was given: checked while the statement is analyzed (every
+    condition and value deterministic, a value storable in its column), and remembered so that a
     data error Spark raises while running the job is raised as a typed error naming the
     argument, column and value it came from (:meth:`run`)."""
 
@@ -229,25 +232,32 @@ class StatementInputs:
             raise nondeterministic_error(argument, function)
 
     def store(self, frame: DataFrame, values: list[Assignment]) -> dict[str, Column]:
-        """Each value (over ``frame``) as the type of its column: refused now when its type can
-        never be stored there; otherwise a Column that raises, when a row's value does not fit,
-        an error :meth:`run` turns into a :class:`SchemaError` naming the column and the value.
-        The values are analyzed together (one analysis, not one per column), and one at a time
-        only to name the one Spark refuses."""
+        """Each value (over ``frame``) as the type of its column: refused now when it calls a
+        non-deterministic function or its type can never be stored there; otherwise a Column that
+        raises, when a row's value does not fit, an error :meth:`run` turns into a
+        :class:`SchemaError` naming the column and the value. The values are analyzed together
+        (one analysis, not one per column), and one at a time only to name the one Spark refuses."""
         if not values:
             return {}
         try:
-            fields = _analysis(lambda: frame.select(*[a.value for a in values]).schema.fields,
-                               " / ".join(a.argument for a in values))
+            selected = _analysis(lambda: frame.select(*[a.value for a in values]),
+                                 " / ".join(a.argument for a in values))
         except AcidError:
             for a in values:
                 _analyzed(frame, a.value, a.argument)
             raise
-        return {a.column: self._stored(a, f.dataType, f.name) for a, f in zip(values, fields)}
+        jdf = getattr(selected, "_jdf", None)
+        if jdf is not None:
+            expressions = jdf.queryExecution().analyzed().expressions()
+            for i, a in enumerate(values):
+                function = _nondeterministic_function(expressions.apply(i))
+                if function is not None:
+                    raise nondeterministic_error(a.argument, function)
+        return {a.column: self._stored(a, f.dataType, f.name) for a, f in zip(values, selected.schema.fields)}
 
     def _stored(self, a: Assignment, source: DataType, name: str) -> Column:
         """One value of type ``source`` (Spark's ``name`` for it) as its column's type; it is
-        computed once per row (a lambda variable), so ``uuid()`` stays one value."""
+        computed once per row (a lambda variable), however often the check reads it."""
         self._texts.append((a.argument, a.text, a.column))
         shown = a.text if a.text is not None else name
         source_kind, target_kind = value_kind(source), value_kind(a.target)

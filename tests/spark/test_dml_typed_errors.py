@@ -7,8 +7,9 @@ no new version in the history.
   finds it;
 * SQL text obeys the one bound of ``acid_source.expressions.parsing`` (200 levels), and a
   Column nested too deeply for Spark's analysis is a typed error, never a StackOverflowError;
-* a non-deterministic condition is refused, naming the argument and the function; a
-  non-deterministic value is allowed (per-row data, as in Delta).
+* a non-deterministic condition or value is refused, naming the argument and the function, in
+  the engine-free path's words (a value is also the key routing its change row to a write task,
+  which a re-run map task would compute differently).
 
 One table for the module: every statement here fails, so it never changes."""
 
@@ -124,23 +125,22 @@ def test_a_column_too_deep_for_sparks_analysis_is_a_typed_error(spark, table):
 # --- non-deterministic conditions ----------------------------------------------------------------
 def test_non_deterministic_conditions_are_refused_naming_the_function(spark, table):
     fails(table, spark, lambda t: t.delete("rand() < 0.5"), InvalidArgumentError, "'condition'",
-          "non-deterministic function rand")
+          "non-deterministic function rand() is not allowed")
     fails(table, spark, lambda t: t.update(F.randn() > 0, {"k": "1"}), InvalidArgumentError, "'condition'",
-          "non-deterministic function randn")
+          "non-deterministic function randn() is not allowed")
     fails(table, spark, lambda t: t.alias("t").merge(source(spark), "t.id = s.id AND rand() < 2")
-          .whenMatchedDelete().execute(), InvalidArgumentError, "'condition'", "non-deterministic function rand")
+          .whenMatchedDelete().execute(), InvalidArgumentError, "'condition'",
+          "non-deterministic function rand() is not allowed")
     fails(table, spark, lambda t: t.alias("t").merge(source(spark), "t.id = s.id")
           .whenMatchedUpdate(set={"k": "1"}).whenNotMatchedInsert("uuid() > 'a'", {"id": "s.id"}).execute(),
-          InvalidArgumentError, "'clause 2 condition'", "non-deterministic function uuid")
+          InvalidArgumentError, "'clause 2 condition'", "non-deterministic function uuid() is not allowed")
     fails(table, spark, lambda t: t.delete("shuffle(array(1, 2))[0] = id"), InvalidArgumentError, "'condition'",
-          "non-deterministic function shuffle")
+          "non-deterministic function shuffle() is not allowed")
 
 
-def test_non_deterministic_values_are_per_row_data(spark, tmp_path):
-    path = str(tmp_path / "values")
-    create_table(path, SCHEMA)
-    AcidTable.load(path).append(DATA)
-    metrics = AcidTable.forPath(spark, path).update(set={"s": "uuid()"})
-    assert metrics["numUpdatedRows"] == 2
-    values = [r["s"] for r in AcidTable.load(path).toArrow().to_pylist()]
-    assert len(set(values)) == 2 and all(len(v) == 36 for v in values)
+def test_non_deterministic_values_are_refused_naming_the_function(spark, table):
+    fails(table, spark, lambda t: t.update("id = 1", {"s": "uuid()"}), InvalidArgumentError, "'set[s]'",
+          "non-deterministic function uuid() is not allowed")
+    fails(table, spark, lambda t: t.alias("t").merge(source(spark), "t.id = s.id")
+          .whenNotMatchedInsert(values={"id": "s.id", "k": F.spark_partition_id()}).execute(), InvalidArgumentError,
+          "'clause 1 (values)[k]'", "non-deterministic function spark_partition_id() is not allowed")
