@@ -1,5 +1,6 @@
-"""NaN, -0.0, +-inf and NULL in conditions: the engine-free path (rowFilter, partitionFilter,
-DELETE, UPDATE) and the Spark path (DML, reads with pushed filters) give Spark SQL's answers.
+"""NaN, -0.0, +-inf and NULL in conditions: the engine-free path (the compiled condition,
+rowFilter scans, DELETE, UPDATE) and the Spark path (DELETE, reads with pushed filters on data
+and partition columns) give Spark SQL's answers.
 
 Spark orders NaN above every other value (+inf included) and equal to itself, and -0.0 equals
 0.0. Every expected answer here comes from Spark itself: one SELECT over a temp view of the
