@@ -6,8 +6,10 @@ deletes"), so this entry point parses the statement itself
 (:mod:`acid_source.expressions.statements`). UPDATE / DELETE / MERGE whose target is an acidorc
 table - registered in the transaction store by name, written ``acidorc.`/path```, or a
 temporary view that plainly reads one - run through the ``AcidTable`` builder and return its
-metrics dict. Every other statement (and DML on any other table) goes to ``spark.sql``
-unchanged, and its DataFrame comes back, so users can route all their SQL through here.
+metrics dict; their conditions and values reach the builder (and so Spark) exactly as the user
+wrote them, so every literal means what Spark SQL reads. Every other statement (and DML on any
+other table) goes to ``spark.sql`` unchanged, and its DataFrame comes back, so users can route
+all their SQL through here.
 """
 
 from __future__ import annotations
