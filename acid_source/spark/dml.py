@@ -68,7 +68,7 @@ from ..scan.splits import ROW_ID_COLUMN as READ_ROW_ID
 from ..write.task import TaskResult
 from .compaction import spark_task_runner
 from .tasks import error_condition, run_per_partition, sql_state, stack_overflow
-from .types import ColumnMapping, ExpressionOrColumn, same_shape, value_kind
+from .types import ColumnMapping, ExpressionOrColumn, never_fails, same_shape, value_kind
 
 _SOURCE_MARK = "__acidorc_source_row"
 T = TypeVar("T")
@@ -265,7 +265,7 @@ class StatementInputs:
                 else storable(source_kind, target_kind))
         if not fits:
             raise unstorable_error(a.argument, a.column, shown, source.simpleString(), a.target.simpleString())
-        if source == a.target or "nested" in (source_kind, target_kind):
+        if source == a.target or "nested" in (source_kind, target_kind) or never_fails(source, a.target):
             return a.value
         check = len(self._stores)
         self._stores.append(_Store(a.argument, a.column, shown, source, a.target))

@@ -13,12 +13,19 @@ from pyspark.sql.types import (
     ArrayType,
     BinaryType,
     BooleanType,
+    ByteType,
     CharType,
     DataType,
     DateType,
+    DecimalType,
+    DoubleType,
+    FloatType,
+    IntegerType,
+    LongType,
     MapType,
     NullType,
     NumericType,
+    ShortType,
     StringType,
     StructType,
     TimestampNTZType,
@@ -75,3 +82,31 @@ def same_shape(source: DataType, target: DataType) -> bool:
                 and all(a.name == b.name and same_shape(a.dataType, b.dataType)
                         for a, b in zip(source.fields, target.fields)))
     return source == target
+
+
+#: digits of the largest value of each integral type (what a decimal needs before its point)
+_INTEGER_DIGITS: dict[type, int] = {ByteType: 3, ShortType: 5, IntegerType: 10, LongType: 19}
+
+
+def never_fails(source: DataType, target: DataType) -> bool:
+    """Whether Spark's cast from ``source`` to ``target`` succeeds for every value (a widening,
+    or anything to a string), so that storing it needs no check row by row."""
+    if isinstance(target, StringType):
+        return True
+    if isinstance(source, BooleanType) and isinstance(target, NumericType):
+        return True
+    if isinstance(source, NumericType) and isinstance(target, BooleanType):
+        return True
+    if isinstance(source, (DateType, TimestampType, TimestampNTZType)):
+        return isinstance(target, (DateType, TimestampType, TimestampNTZType))
+    if isinstance(target, (FloatType, DoubleType)):  # rounds, never fails
+        return isinstance(source, NumericType)
+    source_digits = _INTEGER_DIGITS.get(type(source))
+    if source_digits is not None and type(target) in _INTEGER_DIGITS:
+        return _INTEGER_DIGITS[type(target)] >= source_digits
+    if isinstance(target, DecimalType):
+        if source_digits is not None:
+            return target.precision - target.scale >= source_digits
+        if isinstance(source, DecimalType):
+            return target.scale >= source.scale and target.precision - target.scale >= source.precision - source.scale
+    return False
