@@ -19,9 +19,9 @@ import sqlalchemy as sa
 from write.writers import write
 
 from acid_source import create_table, drop_table
+from acid_source.errors import MetastoreError, StoreBehindStorageError
 from acid_source.maintenance.aborted import clean_aborted_writes
 from acid_source.maintenance.cleaner import vacuum
-from acid_source.errors import MetastoreError, StoreBehindStorageError
 from acid_source.metastore import Metastore
 from acid_source.metastore.schema import metadata
 from acid_source.table import AcidTable
