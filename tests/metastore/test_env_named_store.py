@@ -38,10 +38,10 @@ _DEAD_WRITER = textwrap.dedent("""
 """)
 
 
-@pytest.fixture
-def dead_writer_then_store_deleted(tmp_path, monkeypatch):
-    """The table at ``path`` after a writer died uncommitted; then its store file was deleted.
-    The environment still names that store."""
+@pytest.fixture(scope="module")
+def _dead_writer_table(tmp_path_factory):
+    """Made once per module (a process of its own costs seconds); no test changes it."""
+    tmp_path = tmp_path_factory.mktemp("dead-writer")
     store = tmp_path / "store.db"
     url = f"sqlite:///{store}"
     path = str(tmp_path / "t")
@@ -50,6 +50,14 @@ def dead_writer_then_store_deleted(tmp_path, monkeypatch):
     assert store.exists() and any(p.name.startswith("delta_0000002") for p in (tmp_path / "t").iterdir())
     for leftover in tmp_path.glob("store.db*"):  # the database and its WAL / shared-memory files
         leftover.unlink()
+    return tmp_path, path, url
+
+
+@pytest.fixture
+def dead_writer_then_store_deleted(_dead_writer_table, monkeypatch):
+    """The table at ``path`` after a writer died uncommitted; then its store file was deleted.
+    The environment still names that store."""
+    tmp_path, path, url = _dead_writer_table
     monkeypatch.setenv("ACIDORC_METASTORE_URL", url)
     return tmp_path, path, url
 
