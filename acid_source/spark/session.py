@@ -100,8 +100,8 @@ def hand_store_to_workers(spark, url: str) -> None:
     from ..metastore.engine import display_url, parse_url
 
     name = settings.METASTORE_URL.name
-    context = spark.sparkContext
     try:
+        context = spark.sparkContext
         in_jvm = (context._jvm.System.getenv(name) or "").strip()
     except Exception:  # no JVM at hand (Spark Connect): the workers' environment cannot be checked
         return
