@@ -14,7 +14,7 @@ import pyarrow as pa
 import pytest
 
 from acid_source import create_table
-from acid_source.errors import MetastoreNotFoundError
+from acid_source.errors import MetastoreError, MetastoreNotFoundError
 from acid_source.metastore.engine import url_for_workers
 from acid_source.table import AcidTable
 
@@ -142,3 +142,8 @@ def test_the_store_a_running_session_is_given_is_the_one_its_workers_ask(spark, 
     assert spark.sparkContext.environment.get("ACIDORC_METASTORE_URL") is None
     with pytest.raises(Exception, match="is not registered in"):  # the JVM's store again
         plan()
+    # a URL with a password is never handed to Spark: an error naming the variable, no password
+    with pytest.raises(MetastoreError, match=r"\$ACIDORC_METASTORE_URL before the first SparkSession") as info:
+        get_or_create_session(metastore_url="postgresql://acidorc:secret@db.internal/acidorc")
+    assert "secret" not in str(info.value)
+    assert spark.sparkContext.environment.get("ACIDORC_METASTORE_URL") is None
