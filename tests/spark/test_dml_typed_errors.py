@@ -110,6 +110,8 @@ def test_text_nested_deeper_than_the_bound_is_refused_before_spark_parses_it(spa
           "'set[k]'", "200 levels")
     fails(table, spark, lambda t: t.alias("t").merge(source(spark), deep), InvalidArgumentError, "'condition'",
           "200 levels")
+    long = " OR ".join(["id = 5"] * 11_000)
+    fails(table, spark, lambda t: t.delete(long), InvalidArgumentError, "'condition'", "at most 100000")
     assert to_column("(" * 200 + "id = 5" + ")" * 200, "condition") is not None  # the bound itself: Spark parses it
 
 
