@@ -15,8 +15,12 @@ rows". Compaction also checks its inputs themselves before it commits (:func:`ch
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
 
 from .errors import MissingDataError, SchemaError
 from .layout.coverage import Holder, base_floor, holder_of, unheld, visible_holders
@@ -46,10 +50,22 @@ def relative(layout: TableLayout, path: str) -> str:
     return path[len(layout.storage.root.rstrip("/")):].strip("/")
 
 
+class _NaN:
+    """The one key every NaN partition value has (NaN equals nothing, not even itself)."""
+
+    def __repr__(self) -> str:
+        return "NaN"
+
+
+NAN_KEY = _NaN()
+
+
 def partition_key(info) -> Callable[[str], object]:
     """A data object's identity by its partition values, so that a directory spelled another
     way (``p=01`` for the int 1, as another engine may have named it) is the one the store
-    recorded as ``p=1``."""
+    recorded as ``p=1``. Values compare as the column holds them: a float column's ``1.1``
+    and ``1.100000023841858`` are one float, -0.0 is 0.0, and every NaN (``NaN``, ``nan``)
+    is one value."""
     types = {c.lower(): info.schema.field(c).type for c in info.partition_columns}
 
     def key(rel: str) -> object:
@@ -59,10 +75,14 @@ def partition_key(info) -> Callable[[str], object]:
             if parsed is None:
                 return rel
             name, raw = parsed
+            type_ = types.get(name.lower())
             try:
-                value = convert_partition_value(raw, types[name.lower()]) if name.lower() in types else raw
+                value = convert_partition_value(raw, type_) if type_ is not None else raw
             except SchemaError:
                 value = raw
+            if isinstance(value, float):
+                value = NAN_KEY if math.isnan(value) else float(np.float32(value)) if pa.types.is_float32(type_) \
+                    else value
             values.append((name.lower(), value))
         return tuple(values)
 
@@ -70,23 +90,33 @@ def partition_key(info) -> Callable[[str], object]:
 
 
 def find_gaps(store, info, layout: TableLayout, write_ids: ValidWriteIdList, txns: ValidTxnList) -> list[Gap]:
-    """The committed write ids of the snapshot that ``layout`` does not hold, per data object."""
+    """The committed write ids of the snapshot that ``layout`` does not hold, per data object.
+
+    A data object the store names is the listed directory of that name, else the listed
+    directories of the same partition values (a directory another engine spelled otherwise)."""
     key = partition_key(info)
-    directories = {key(relative(layout, p.path)): p.path for p in layout.partitions}
-    holders = {k: visible_holders(layout.listings[path], write_ids, txns) for k, path in directories.items()}
+    listed = {relative(layout, p.path): p.path for p in layout.partitions}
+    holders = {rel: visible_holders(layout.listings[path], write_ids, txns) for rel, path in listed.items()}
+    by_value: dict[object, list[str]] = {}
+    for rel in listed:
+        by_value.setdefault(key(rel), []).append(rel)
+
+    def directories_of(part: str) -> list[str]:
+        return [part] if part in listed else by_value.get(key(part), [])
+
     # below every data object's base nothing needs checking: ask only for the write ids above
     floor = min((base_floor(h) for h in holders.values()), default=0)
     objects, writes = store.committed_writes(info.table_id, above=floor)
-    unlisted = sorted(o for o in objects if key(o) not in holders)
+    unlisted = sorted(o for o in objects if not directories_of(o))
     if unlisted:  # a data object not listed at all: every committed write id in it counts
         writes.update(store.committed_writes(info.table_id, partitions=unlisted)[1])
     gaps = []
     for part, ids in sorted(writes.items()):
         seen = [w for w in ids if write_ids.is_write_id_valid(w)]
-        held = holders.get(key(part))
-        missing = sorted(set(seen)) if held is None else unheld(seen, held)
+        rels = directories_of(part)
+        missing = unheld(seen, [h for rel in rels for h in holders[rel]]) if rels else sorted(set(seen))
         if missing:
-            gaps.append(Gap(part, tuple(missing), directories.get(key(part))))
+            gaps.append(Gap(part, tuple(missing), listed[rels[0]] if rels else None))
     return gaps
 
 

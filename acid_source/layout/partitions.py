@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
+
 from ..errors import SchemaError
 
 DEFAULT_PARTITION_NAME = "__HIVE_DEFAULT_PARTITION__"
@@ -79,3 +83,46 @@ def parse_partition_segment(segment: str) -> tuple[str, str | None] | None:
     name, raw = segment.split("=", 1)
     value = None if raw == DEFAULT_PARTITION_NAME else unescape_path_name(raw)
     return unescape_path_name(name), value
+
+
+class Float32Value(float):
+    """A value of a ``float`` (32-bit) column, held exactly as a Python float: it names its
+    partition with ``Float.toString`` (``1.1``), where the same number as a double would be
+    ``1.100000023841858``. Compares and hashes as the float it is."""
+
+    __slots__ = ()
+
+
+def java_float_string(value: float, *, single: bool = False) -> str:
+    """``Double.toString(value)`` (``Float.toString`` with ``single``): what Hive writes as the
+    partition value of a double (float) column (``DoubleWritable.toString``).
+
+    ``NaN``, ``Infinity``, ``-Infinity``, ``-0.0``; else the shortest digits that read back as
+    the same double (float), at least two (``1.0E20``, and 4.9E-324 for the smallest double,
+    whose one digit ``5`` would be further off), plain between 1e-3 and 1e7 (``100.0``,
+    ``0.001``), else in Java's scientific form (``1.0E-5``, ``1.2345678E7``). These are the
+    digits of the Java specification as JDK 19 and later implement it; older JDKs printed one
+    more digit than needed for a few rare values (JDK-4511638).
+    """
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    if value == 0:
+        return "-0.0" if math.copysign(1.0, value) < 0 else "0.0"
+    number = np.float32(value) if single else np.float64(value)
+    text = np.format_float_scientific(abs(number), unique=True, trim="-")  # "1.1e+00", "1e+20"
+    mantissa, exponent = text.split("e")
+    digits = mantissa.replace(".", "")
+    if len(digits) == 1:  # the closest two digits (the same digit and a 0, unless that is further off)
+        mantissa, exponent = np.format_float_scientific(abs(number), unique=False, precision=1).split("e")
+        digits = mantissa.replace(".", "").rstrip("0") or "0"
+    exp = int(exponent)
+    sign = "-" if value < 0 else ""
+    if -3 <= exp < 7:
+        if exp >= 0:
+            whole, fraction = digits[:exp + 1].ljust(exp + 1, "0"), digits[exp + 1:]
+        else:
+            whole, fraction = "0", "0" * (-exp - 1) + digits
+        return f"{sign}{whole}.{fraction or '0'}"
+    return f"{sign}{digits[0]}.{digits[1:] or '0'}E{exp}"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import math
 from typing import Iterator
 
 import numpy as np
@@ -12,22 +13,65 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import InvalidOptionError
-from ..layout.partitions import partition_segment
+from ..layout.partitions import Float32Value, java_float_string, partition_segment
 
 
 def format_partition_value(value) -> str | None:
-    """A partition value as Hive writes it in a directory name (None: default partition)."""
+    """A partition value as Hive writes it in a directory name (None: default partition).
+
+    Hive names a dynamic partition by the ``toString`` of the value's Writable
+    (``FileSinkOperator``), and so do we:
+
+    - double / float: ``Double.toString`` / ``Float.toString`` (:func:`java_float_string`):
+      ``NaN``, ``Infinity``, ``-Infinity``, ``1.0E20``, ``1.0E-5``, ``100.0``; a float column's
+      1.1 is ``1.1`` (its values come as :class:`Float32Value` from :func:`group_rows`). Spark
+      casts to string the same way. -0.0 is written as ``0.0``: -0.0 and 0.0 are one value to
+      a comparison, and Spark's NormalizeFloatingNumbers makes them one grouping key (and
+      every NaN one NaN), so their rows share one partition, ``0.0``. (Hive would name them
+      apart, ``-0.0`` and ``0.0``; a ``-0.0`` directory Hive wrote still reads, and rows of
+      value 0 written later go where rows of that value already are.)
+    - decimal: ``HiveDecimalWritable.toString``: no trailing zeros, no exponent (``1.5``,
+      ``100``, ``0``). Spark keeps the column's scale (``1.50``); Hive is the format here.
+    - timestamp: Hive's ``Timestamp.toString``: ``2020-01-02 03:04:05``, a fraction only when
+      there is one and without trailing zeros (``...:05.5``), as Spark casts it too; a value
+      with a time zone is named by its UTC wall clock, as the ORC files hold it.
+    - date ``yyyy-mm-dd``, boolean ``true`` / ``false``, integers and strings as they are.
+    """
     if value is None:
         return None
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, float):
+        if value == 0:
+            return "0.0"
+        return java_float_string(value, single=isinstance(value, Float32Value))
     if isinstance(value, dt.datetime):
-        return value.isoformat(sep=" ")
-    if isinstance(value, (dt.date, decimal.Decimal, int, float, str)):
+        return _timestamp_string(value)
+    if isinstance(value, decimal.Decimal):
+        return _decimal_string(value)
+    if isinstance(value, (dt.date, int, str)):
         return str(value)
     if isinstance(value, bytes):
         return value.decode("utf-8", "replace")
     return str(value)
+
+
+def _timestamp_string(value: dt.datetime) -> str:
+    if value.tzinfo is not None:
+        value = value.astimezone(dt.timezone.utc).replace(tzinfo=None)
+    text = value.isoformat(sep=" ", timespec="seconds")
+    if value.microsecond:
+        text += f".{value.microsecond:06d}".rstrip("0")
+    return text
+
+
+def _decimal_string(value: decimal.Decimal) -> str:
+    if not value.is_finite():
+        return str(value)
+    if value == 0:
+        return "0"
+    text = format(value, "f")
+    return text.rstrip("0").rstrip(".") if "." in text else text
 
 
 def partition_path(columns: list[str], values: tuple) -> str:
@@ -73,10 +117,27 @@ def group_rows(batch: pa.RecordBatch, key_columns: list[pa.Array]) -> Iterator[t
         same = pc.fill_null(pc.equal(arr[1:], arr[:-1]), False).to_numpy(zero_copy_only=False)
         both_null = (pc.is_null(arr[1:]).to_numpy(zero_copy_only=False)
                      & pc.is_null(arr[:-1]).to_numpy(zero_copy_only=False))
+        if pa.types.is_floating(arr.type):  # every NaN is one key (they sort together, last)
+            nan = pc.fill_null(pc.is_nan(arr), False).to_numpy(zero_copy_only=False)
+            both_null |= nan[1:] & nan[:-1]
         change[1:] |= ~(same | both_null)
     starts = np.flatnonzero(change)
     ends = np.append(starts[1:], n)
     rows = batch.take(order)
     firsts = sorted_keys.take(pa.array(starts)).to_pylist()  # one Python value per group only
+    types = [col.type for col in sorted_keys.columns]
     for first, start, end in zip(firsts, starts, ends):
-        yield tuple(first.values()), rows.slice(int(start), int(end - start))
+        values = tuple(_key_value(v, t) for v, t in zip(first.values(), types))
+        yield values, rows.slice(int(start), int(end - start))
+
+
+def _key_value(value, type_: pa.DataType):
+    """A group's key as Spark normalises grouping keys: -0.0 is 0.0 (they compare equal, so
+    the group holds both); a finite value of a 32-bit float column is a :class:`Float32Value`
+    (it names its partition as ``Float.toString``)."""
+    if isinstance(value, float) and pa.types.is_floating(type_):
+        if value == 0:
+            return 0.0
+        if pa.types.is_float32(type_) and math.isfinite(value):
+            return Float32Value(value)
+    return value

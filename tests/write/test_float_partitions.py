@@ -1,0 +1,118 @@
+"""Partition directories of float / double (and decimal, timestamp) columns are named as Hive
+names them (issue 18 follow-up): the Java string of the value (``Double.toString`` /
+``Float.toString``: ``NaN``, ``Infinity``, ``1.0E20``, float 1.1 -> ``1.1``), with -0.0 and
+0.0 in one partition ``0.0`` (Spark normalises grouping keys so); and a table with such
+partitions reads, deletes, updates, compacts and time-travels. Expected names are literals
+here, never computed by acidorc's code."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import os
+from decimal import Decimal
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from acid_source import create_table
+from acid_source.table import AcidTable
+from acid_source.write.rows import format_partition_value, group_rows, partition_path
+
+VALUES = [float("nan"), float("inf"), float("-inf"), -0.0, 0.0, 1.1, 1e20, 1e-5, 100.0, float("nan")]
+#: what Hive's FileSinkOperator names them (DoubleWritable / FloatWritable.toString), -0.0 merged into 0.0
+EXPECTED_DIRS = ["p=-Infinity", "p=0.0", "p=1.0E-5", "p=1.0E20", "p=1.1", "p=100.0", "p=Infinity", "p=NaN"]
+
+
+def partition_dirs(path):
+    return sorted(n for n in os.listdir(path) if n.startswith("p="))
+
+
+def same(a, b) -> bool:
+    return (math.isnan(a) and math.isnan(b)) or a == b
+
+
+def rows_of(table):
+    return sorted((r["id"], r["p"]) for r in table.toArrow().to_pylist())
+
+
+@pytest.mark.parametrize("hive_type, arrow_type", [("double", pa.float64()), ("float", pa.float32())])
+def test_float_partitions_are_named_as_hive_names_them_and_every_operation_works(tmp_path, hive_type, arrow_type):
+    path = str(tmp_path / "t")
+    create_table(path, f"id int, p {hive_type}", partition_columns=["p"])
+    t = AcidTable.load(path)
+    metrics = t.append(pa.table({"id": pa.array(range(len(VALUES)), pa.int32()), "p": pa.array(VALUES, arrow_type)}))
+    assert partition_dirs(path) == EXPECTED_DIRS
+    assert metrics["partitions"] == EXPECTED_DIRS  # what the store records as touched: the directories
+    version = t.version
+    stored = [float(np.array(v, arrow_type.to_pandas_dtype())) for v in VALUES]  # the column's own values
+    stored[3] = 0.0  # -0.0 reads back from p=0.0
+    got = rows_of(t)
+    assert [i for i, _ in got] == list(range(len(VALUES)))
+    assert all(same(p, e) and math.copysign(1, p) == math.copysign(1, e) for (_, p), e in zip(got, stored)), got
+
+    assert t.delete("isnan(p)")["numDeletedRows"] == 2  # the NaN partition's rows, engine-free
+    assert t.update("p = 100", {"id": "id + 100"})["numUpdatedRows"] == 1
+    assert t.update("id = 1", {"p": "CAST('-0.0' AS DOUBLE)"})["numUpdatedRows"] == 1  # moves into p=0.0
+    expected_after = sorted([(i, p) for i, p in zip(range(len(VALUES)), stored) if not math.isnan(p)
+                             and i not in (1, 8)] + [(108, 100.0), (1, 0.0)])
+    assert rows_of(t) == expected_after
+    assert partition_dirs(path) == EXPECTED_DIRS  # no second directory for any value
+    t.compact("major")
+    assert rows_of(AcidTable.load(path)) == expected_after
+    assert partition_dirs(path) == EXPECTED_DIRS
+    old = sorted((r["id"], r["p"]) for r in t.scan(versionAsOf=version).toArrow().to_pylist())
+    assert [i for i, _ in old] == list(range(len(VALUES)))
+    assert math.isnan(old[0][1]) and math.isnan(old[-1][1])
+    assert rows_of(AcidTable.load(path)) == expected_after
+
+
+@pytest.mark.parametrize("value, arrow_type, expected", [
+    # Double.toString / Float.toString: plain in [1e-3, 1e7), else d.dddE[-]n; always a digit after the point
+    (1234567.0, pa.float64(), "p=1234567.0"),
+    (12345678.0, pa.float64(), "p=1.2345678E7"),
+    (0.001, pa.float64(), "p=0.001"),
+    (0.0001, pa.float64(), "p=1.0E-4"),
+    (-2.5e-7, pa.float64(), "p=-2.5E-7"),
+    (0.1 + 0.2, pa.float64(), "p=0.30000000000000004"),
+    (5e-324, pa.float64(), "p=4.9E-324"),
+    (1.7976931348623157e308, pa.float64(), "p=1.7976931348623157E308"),
+    (1.1, pa.float32(), "p=1.1"),
+    (3.4028234663852886e38, pa.float32(), "p=3.4028235E38"),
+    (1.401298464324817e-45, pa.float32(), "p=1.4E-45"),
+    (16777216.0, pa.float32(), "p=1.6777216E7"),
+    (0.1, pa.float32(), "p=0.1"),
+    # HiveDecimalWritable.toString: trailing zeros dropped, never an exponent (Spark keeps the scale)
+    (Decimal("1.50"), pa.decimal128(10, 2), "p=1.5"),
+    (Decimal("100.00"), pa.decimal128(10, 2), "p=100"),
+    (Decimal("-0.00"), pa.decimal128(10, 2), "p=0"),
+    (Decimal("12345678901234567890123456789012345.678"), pa.decimal128(38, 3),
+     "p=12345678901234567890123456789012345.678"),
+    # Hive's Timestamp.toString: no fraction when whole seconds, else without trailing zeros
+    (dt.datetime(2020, 1, 2, 3, 4, 5), pa.timestamp("us"), "p=2020-01-02 03%3A04%3A05"),
+    (dt.datetime(2020, 1, 2, 3, 4, 5, 500000), pa.timestamp("us"), "p=2020-01-02 03%3A04%3A05.5"),
+    (dt.datetime(2020, 1, 2, 3, 4, 5, 123456), pa.timestamp("us"), "p=2020-01-02 03%3A04%3A05.123456"),
+    (dt.date(99, 1, 5), pa.date32(), "p=0099-01-05"),
+    (True, pa.bool_(), "p=true"),
+    (-7, pa.int64(), "p=-7"),
+])
+def test_partition_names_of_each_type(value, arrow_type, expected):
+    batch = pa.RecordBatch.from_arrays([pa.array([value], arrow_type)], names=["p"])
+    [(values, _)] = list(group_rows(batch, [batch.column(0)]))
+    assert partition_path(["p"], values) == expected
+
+
+def test_nan_rows_are_one_group_and_zeros_one_group():
+    keys = pa.array([float("nan"), 0.0, -0.0, float("nan"), 1.0, None, -0.0], pa.float64())
+    batch = pa.RecordBatch.from_arrays([pa.array(range(len(keys)))], names=["i"])
+    groups = [(partition_path(["p"], values), sorted(rows.column(0).to_pylist()))
+              for values, rows in group_rows(batch, [keys])]
+    assert sorted(groups) == [("p=0.0", [1, 2, 6]), ("p=1.0", [4]), ("p=NaN", [0, 3]),
+                              ("p=__HIVE_DEFAULT_PARTITION__", [5])]
+
+
+def test_static_values_are_formatted_by_value():
+    assert format_partition_value(float("nan")) == "NaN"
+    assert format_partition_value(-0.0) == "0.0"
+    assert format_partition_value(float("-inf")) == "-Infinity"
