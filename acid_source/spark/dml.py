@@ -20,7 +20,9 @@ The rules every input obeys, as on the engine-free path (:class:`StatementInputs
   write task (the bucket columns, or a hash of the new row): a map task Spark re-runs after a
   lost shuffle file would compute other values and could send a row to a second write task,
   writing it twice. Per-row random data belongs in the MERGE source, made stable first (written
-  out, or ``localCheckpoint()``); a non-deterministic source plan is not inspected.
+  out, or ``localCheckpoint()``); a non-deterministic source plan is not inspected. The check
+  asks Spark's analyzed expression (``deterministic``), which only classic Spark has: under
+  Spark Connect it is skipped and Spark's own rules apply.
 * A value is stored in its column under the one store rule
   (:func:`acid_source.dml.assignments.storable`): a type that can never be stored is a
   :class:`SchemaError` before anything runs; a value that does not fit (malformed, out of
