@@ -25,7 +25,7 @@ import pyarrow as pa
 from .errors import MissingDataError, SchemaError
 from .layout.coverage import Holder, base_floor, holder_of, unheld, visible_holders
 from .layout.names import parse_dir_name
-from .layout.partitions import parse_partition_segment
+from .layout.partitions import NAN, parse_partition_segment
 from .layout.table_dirs import TableLayout, convert_partition_value, discover_layout
 from .layout.writeids import ValidTxnList, ValidWriteIdList
 from .storage import Storage
@@ -50,16 +50,6 @@ def relative(layout: TableLayout, path: str) -> str:
     return path[len(layout.storage.root.rstrip("/")):].strip("/")
 
 
-class _NaN:
-    """The one key every NaN partition value has (NaN equals nothing, not even itself)."""
-
-    def __repr__(self) -> str:
-        return "NaN"
-
-
-NAN_KEY = _NaN()
-
-
 def partition_key(info) -> Callable[[str], object]:
     """A data object's identity by its partition values, so that a directory spelled another
     way (``p=01`` for the int 1, as another engine may have named it) is the one the store
@@ -81,7 +71,7 @@ def partition_key(info) -> Callable[[str], object]:
             except SchemaError:
                 value = raw
             if isinstance(value, float):
-                value = NAN_KEY if math.isnan(value) else float(np.float32(value)) if pa.types.is_float32(type_) \
+                value = NAN if math.isnan(value) else float(np.float32(value)) if pa.types.is_float32(type_) \
                     else value
             values.append((name.lower(), value))
         return tuple(values)

@@ -93,6 +93,33 @@ class Float32Value(float):
     __slots__ = ()
 
 
+class NaNValue(float):
+    """NaN as a partition value, equal to every NaN as in Spark SQL (``NaN = NaN`` is true; its
+    grouping puts every NaN in one group): the rows of every NaN are one partition, and a
+    partition directory holding NaN (``NaN``, or ``nan`` as older acidorc versions named it)
+    is found again by this value. Use the one instance, :data:`NAN`."""
+
+    __slots__ = ()
+
+    def __new__(cls) -> "NaNValue":
+        return super().__new__(cls, "nan")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, float) and math.isnan(other)
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    def __hash__(self) -> int:
+        return hash("NaN")
+
+    def __repr__(self) -> str:
+        return "NaN"
+
+
+NAN = NaNValue()
+
+
 def java_float_string(value: float, *, single: bool = False) -> str:
     """``Double.toString(value)`` (``Float.toString`` with ``single``): what Hive writes as the
     partition value of a double (float) column (``DoubleWritable.toString``).

@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import InvalidOptionError
-from ..layout.partitions import Float32Value, java_float_string, partition_segment
+from ..layout.partitions import NAN, Float32Value, java_float_string, partition_segment
 
 
 def format_partition_value(value) -> str | None:
@@ -133,11 +133,14 @@ def group_rows(batch: pa.RecordBatch, key_columns: list[pa.Array]) -> Iterator[t
 
 def _key_value(value, type_: pa.DataType):
     """A group's key as Spark normalises grouping keys: -0.0 is 0.0 (they compare equal, so
-    the group holds both); a finite value of a 32-bit float column is a :class:`Float32Value`
-    (it names its partition as ``Float.toString``)."""
+    the group holds both), NaN is :data:`NAN` (equal to every NaN, so that the directory of
+    an existing NaN partition is found by value); a finite value of a 32-bit float column is
+    a :class:`Float32Value` (it names its partition as ``Float.toString``)."""
     if isinstance(value, float) and pa.types.is_floating(type_):
         if value == 0:
             return 0.0
+        if math.isnan(value):
+            return NAN
         if pa.types.is_float32(type_) and math.isfinite(value):
             return Float32Value(value)
     return value

@@ -116,3 +116,22 @@ def test_static_values_are_formatted_by_value():
     assert format_partition_value(float("nan")) == "NaN"
     assert format_partition_value(-0.0) == "0.0"
     assert format_partition_value(float("-inf")) == "-Infinity"
+
+
+def test_partitions_another_engine_spelled_otherwise_are_found_by_value(tmp_path):
+    """Hive names -0.0 ``p=-0.0``; acidorc before this fix named NaN ``p=nan``: a DML's delete
+    events go to the directory the rows are in, and its new rows join them there."""
+    path = str(tmp_path / "t")
+    create_table(path, "id int, p double", partition_columns=["p"])
+    t = AcidTable.load(path)
+    t.append(pa.table({"id": pa.array([1, 2, 3, 4], pa.int32()), "p": [float("nan"), 1.0, -0.0, float("nan")]}))
+    os.rename(os.path.join(path, "p=NaN"), os.path.join(path, "p=nan"))  # as another writer spelled them
+    os.rename(os.path.join(path, "p=0.0"), os.path.join(path, "p=-0.0"))
+    assert len(rows_of(t)) == 4
+    assert t.delete("id in (1, 3)")["numDeletedRows"] == 2
+    assert t.update("id = 2", {"p": "CAST('NaN' AS DOUBLE)"})["numUpdatedRows"] == 1
+    assert partition_dirs(path) == ["p=-0.0", "p=1.0", "p=nan"]
+    got = rows_of(t)
+    assert [i for i, _ in got] == [2, 4] and all(math.isnan(p) for _, p in got)
+    t.compact("major")
+    assert [i for i, _ in rows_of(AcidTable.load(path))] == [2, 4]
