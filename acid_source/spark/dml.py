@@ -28,7 +28,9 @@ The rules every input obeys, as on the engine-free path (:class:`StatementInputs
   :class:`SchemaError` before anything runs; a value that does not fit (malformed, out of
   range) is one when it is computed, naming the column and the value, whatever
   ``spark.sql.ansi.enabled`` says. Other data errors of an expression (an ANSI cast inside it,
-  an overflow) name the argument they came from. A failed statement writes and commits nothing.
+  an overflow) are an :class:`InvalidArgumentError` naming the argument they came from (``set[k]``)
+  when Spark's message quotes its SQL text, else every argument given. A failed statement
+  writes and commits nothing.
 """
 
 from __future__ import annotations
@@ -310,23 +312,22 @@ class StatementInputs:
         state = sql_state(exc) or ""
         if not state.startswith("22"):  # SQLSTATE class 22: a data exception (cast, overflow, division, ...)
             return None
-        argument, column = self._blame(str(exc))
-        if column is not None:
-            return SchemaError(f"{argument}: the value of column {column!r} cannot be computed: {_first_line(exc)}",
-                               column=column)
-        return InvalidArgumentError(argument, f"cannot be evaluated: {_first_line(exc)}")
+        # an expression that fails on a row (its own ANSI cast, an overflow) is a bad argument, as
+        # on the engine-free path; set[k] names the column
+        return InvalidArgumentError(self._blame(str(exc)), f"cannot be evaluated on the rows of the table: "
+                                                           f"{_first_line(exc)}")
 
-    def _blame(self, message: str) -> tuple[str, str | None]:
-        """The argument (and column) whose SQL text holds the fragment Spark's message quotes
-        (``== SQL (line L, position P) ==`` and the line), when exactly one does."""
+    def _blame(self, message: str) -> str:
+        """The argument whose SQL text holds the fragment Spark's message quotes (``== SQL (line
+        L, position P) ==`` and the line), when exactly one does; else every argument given."""
         found = re.search(r"== SQL \(line (\d+), position \d+\) ==\n(.*)\n", message)
         if found:
             number, line = int(found.group(1)), found.group(2)
-            owners = [(a, c) for a, text, c in self._texts if text is not None
-                      and number <= len(lines := text.split("\n")) and lines[number - 1] == line]
+            owners = {a for a, text, _ in self._texts if text is not None
+                      and number <= len(lines := text.split("\n")) and lines[number - 1] == line}
             if len(owners) == 1:
-                return owners[0]
-        return self.arguments(), None
+                return owners.pop()
+        return self.arguments()
 
 
 # --- reading the target ----------------------------------------------------------------------

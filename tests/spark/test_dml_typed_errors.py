@@ -74,13 +74,18 @@ def source(spark):
     ("k", "DATE'2020-01-01'", "DATE'2020-01-01'"),     # never storable: found by analysis
     ("day", "5", "5"),
     ("k", lambda: F.col("s"), "'a'"),                  # a Column, failing in a task on row id = 1
-    ("k", "CAST('abc' AS INT)", "'abc'"),              # the value's own ANSI cast fails
 ])
 def test_update_value_that_does_not_fit_names_column_and_value(spark, table, column, value, shown):
     value = value() if callable(value) else value
     error = fails(table, spark, lambda t: t.update("id = 1", {column: value}), SchemaError,
                   f"set[{column}]", f"column {column!r}", shown)
     assert error.column == column
+
+
+def test_a_value_failing_on_its_own_names_its_argument(spark, table):
+    """Not a store error: the value's own ANSI cast fails, a bad argument as on the engine-free path."""
+    fails(table, spark, lambda t: t.update("id = 1", {"k": "CAST('abc' AS INT)"}), InvalidArgumentError,
+          "'set[k]'", "'abc'", "CAST_INVALID_INPUT")
 
 
 def test_merge_values_that_do_not_fit_name_clause_column_and_value(spark, table):
