@@ -135,3 +135,28 @@ def test_partitions_another_engine_spelled_otherwise_are_found_by_value(tmp_path
     assert [i for i, _ in got] == [2, 4] and all(math.isnan(p) for _, p in got)
     t.compact("major")
     assert [i for i, _ in rows_of(AcidTable.load(path))] == [2, 4]
+
+
+@pytest.mark.spark
+def test_spark_names_the_values_as_hive_does_but_minus_zero(spark, tmp_path):
+    """Spark's own partitioned write (a plain ORC directory) and its CAST to string spell
+    float and double values as Hive does, so as acidorc does; only -0.0 differs: Spark's
+    write makes it a partition of its own (its grouping would not), acidorc puts it in 0.0."""
+    from pyspark.sql.types import DoubleType, FloatType, IntegerType, StructField, StructType
+
+    rows = [(i, v, v) for i, v in enumerate([float("nan"), float("inf"), float("-inf"), -0.0, 0.0, 1.1, 1e20,
+                                              1e-5, 100.0])]
+    schema = StructType([StructField("id", IntegerType()), StructField("d", DoubleType()),
+                         StructField("f", FloatType())])
+    df = spark.createDataFrame(rows, schema)
+    cast = {r["id"]: (r["d"], r["f"]) for r in df.selectExpr("id", "CAST(d AS STRING) AS d",
+                                                              "CAST(f AS STRING) AS f").collect()}
+    assert cast == {0: ("NaN", "NaN"), 1: ("Infinity", "Infinity"), 2: ("-Infinity", "-Infinity"),
+                    3: ("-0.0", "-0.0"), 4: ("0.0", "0.0"), 5: ("1.1", "1.1"), 6: ("1.0E20", "1.0E20"),
+                    7: ("1.0E-5", "1.0E-5"), 8: ("100.0", "100.0")}
+    for column in ("d", "f"):
+        out = tmp_path / column
+        df.select("id", column).write.partitionBy(column).orc(str(out))
+        names = sorted(n for n in os.listdir(out) if n.startswith(f"{column}="))
+        ours = [n.replace("p=", f"{column}=") for n in EXPECTED_DIRS]
+        assert names == sorted(ours + [f"{column}=-0.0"])
