@@ -160,3 +160,18 @@ def test_spark_names_the_values_as_hive_does_but_minus_zero(spark, tmp_path):
         names = sorted(n for n in os.listdir(out) if n.startswith(f"{column}="))
         ours = [n.replace("p=", f"{column}=") for n in EXPECTED_DIRS]
         assert names == sorted(ours + [f"{column}=-0.0"])
+
+
+def test_timestamp_and_decimal_partitions_are_named_as_hive_names_them_and_read_back(tmp_path):
+    path = str(tmp_path / "t")
+    create_table(path, "id int, ts timestamp, d decimal(10,2)", partition_columns=["ts", "d"])
+    t = AcidTable.load(path)
+    utc = dt.timezone.utc
+    stamps = [dt.datetime(2020, 1, 2, 3, 4, 5, tzinfo=utc), dt.datetime(2020, 1, 2, 3, 4, 5, 250000, tzinfo=utc)]
+    data = pa.table({"id": pa.array([1, 2], pa.int32()), "ts": pa.array(stamps, pa.timestamp("us", "UTC")),
+                     "d": pa.array([Decimal("1.50"), Decimal("100.00")], pa.decimal128(10, 2))})
+    assert t.append(data)["partitions"] == ["ts=2020-01-02 03%3A04%3A05.25/d=100", "ts=2020-01-02 03%3A04%3A05/d=1.5"]
+    got = sorted(tuple(r.values()) for r in t.toArrow().to_pylist())
+    assert got == [(1, stamps[0], Decimal("1.50")), (2, stamps[1], Decimal("100.00"))]
+    assert t.delete("d = 1.5")["numDeletedRows"] == 1
+    assert [r["id"] for r in t.toArrow().to_pylist()] == [2]
