@@ -116,6 +116,9 @@ class NaNValue(float):
     def __repr__(self) -> str:
         return "NaN"
 
+    def __reduce__(self) -> str:
+        return "NAN"  # pickled by reference: the one instance
+
 
 NAN = NaNValue()
 
