@@ -191,3 +191,10 @@ def test_old_error_names_are_the_same_classes():
     for name in ("TableLocationNotFoundError", "TableNotRegisteredError", "InvalidArgumentError",
                  "UnsupportedOperationError"):
         assert name in acid_source.__all__
+
+
+@pytest.mark.parametrize("cls", all_error_classes(), ids=lambda c: c.__name__)
+def test_every_error_class_is_a_public_name(cls):
+    # users catch what acidorc raises by the names acid_source exports
+    assert cls.__name__ in acid_source.__all__
+    assert getattr(acid_source, cls.__name__) is cls
