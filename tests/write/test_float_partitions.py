@@ -139,7 +139,7 @@ def test_partitions_another_engine_spelled_otherwise_are_found_by_value(tmp_path
 
 @pytest.mark.spark
 def test_spark_names_the_values_as_hive_does_but_minus_zero(spark, tmp_path):
-    """Spark's own partitioned write (a plain ORC directory) and its CAST to string spell
+    """Spark's CAST to string and its own partitioned write (a plain ORC directory) spell
     float and double values as Hive does, so as acidorc does; only -0.0 differs: Spark's
     write makes it a partition of its own (its grouping would not), acidorc puts it in 0.0."""
     from pyspark.sql.types import DoubleType, FloatType, IntegerType, StructField, StructType
@@ -154,12 +154,9 @@ def test_spark_names_the_values_as_hive_does_but_minus_zero(spark, tmp_path):
     assert cast == {0: ("NaN", "NaN"), 1: ("Infinity", "Infinity"), 2: ("-Infinity", "-Infinity"),
                     3: ("-0.0", "-0.0"), 4: ("0.0", "0.0"), 5: ("1.1", "1.1"), 6: ("1.0E20", "1.0E20"),
                     7: ("1.0E-5", "1.0E-5"), 8: ("100.0", "100.0")}
-    for column in ("d", "f"):
-        out = tmp_path / column
-        df.select("id", column).write.partitionBy(column).orc(str(out))
-        names = sorted(n for n in os.listdir(out) if n.startswith(f"{column}="))
-        ours = [n.replace("p=", f"{column}=") for n in EXPECTED_DIRS]
-        assert names == sorted(ours + [f"{column}=-0.0"])
+    df.select("id", "d").coalesce(1).write.partitionBy("d").orc(str(tmp_path / "d"))  # one job: the double column
+    names = sorted(n for n in os.listdir(tmp_path / "d") if n.startswith("d="))
+    assert names == sorted([n.replace("p=", "d=") for n in EXPECTED_DIRS] + ["d=-0.0"])
 
 
 def test_timestamp_and_decimal_partitions_are_named_as_hive_names_them_and_read_back(tmp_path):
