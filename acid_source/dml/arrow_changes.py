@@ -14,7 +14,7 @@ import pyarrow.dataset as ds
 from ..errors import InvalidArgumentError, SchemaError
 from ..expressions import parse_condition, parse_value_expression
 from ..scan.planner import TableScan
-from ..scan.reader import read_split
+from ..scan.reader import evaluation_error, read_split
 from ..scan.resolved import ResolvedTable
 from ..scan.splits import ROW_ID_COLUMN as READ_ROW_ID
 from ..write.task import TaskResult
@@ -52,7 +52,7 @@ def arrow_changes(resolved: ResolvedTable, plan: ChangePlan, *, condition: str |
     def change_rows():
         for split in splits:
             for batch in read_split(split, ctx):
-                matched = batch.filter(cond.expression) if cond is not None else batch
+                matched = _matching(batch, cond)
                 if matched.num_rows == 0:
                     continue
                 if assignments is None:
@@ -63,6 +63,21 @@ def arrow_changes(resolved: ResolvedTable, plan: ChangePlan, *, condition: str |
                                         keep=set(schema.names), with_row_id=False)
 
     return [write_changes(plan, 0, change_rows())]
+
+
+# what evaluating a compiled condition or value can raise: a row Spark fails on (a division
+# by zero, an overflow, a malformed string cast), never a defect of the data
+_EVALUATION_ERRORS = (pa.ArrowException, ArithmeticError, TypeError, ValueError)
+
+
+def _matching(batch: pa.RecordBatch, cond) -> pa.RecordBatch:
+    if cond is None:
+        return batch
+    try:
+        return batch.filter(cond.expression)
+    except _EVALUATION_ERRORS as exc:
+        raise InvalidArgumentError("condition", f"cannot be evaluated on the rows of the table: "
+                                                f"{evaluation_error(exc)}") from None
 
 
 def _check_castable(source: pa.DataType, target: pa.Field, argument: str) -> None:
@@ -103,7 +118,18 @@ def _updated(rows: pa.RecordBatch, values: dict, schema: pa.Schema) -> pa.Record
     """The new versions of ``rows``: assigned columns evaluated (on the old values, as SQL
     does), the others kept."""
     projection = {name: values[name].expression if name in values else ds.field(name) for name in schema.names}
-    table = ds.dataset(pa.Table.from_batches([rows])).to_table(columns=projection)
+    try:
+        table = ds.dataset(pa.Table.from_batches([rows])).to_table(columns=projection)
+    except _EVALUATION_ERRORS as exc:
+        failing, error = next(iter(values)), exc
+        for name in values:  # the value that fails, on its own
+            try:
+                ds.dataset(pa.Table.from_batches([rows])).to_table(columns={name: values[name].expression})
+            except _EVALUATION_ERRORS as own:
+                failing, error = name, own
+                break
+        raise InvalidArgumentError(f"set[{failing}]", f"cannot be evaluated on the rows it updates: "
+                                                      f"{evaluation_error(error)}") from None
     arrays = []
     for f in schema:
         arr = table.column(f.name).combine_chunks()

@@ -14,7 +14,7 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, NoReturn
 
 import pyarrow as pa
@@ -30,6 +30,7 @@ from .sqltypes import (
     arrow_type_of,
     common_type,
     describe,
+    integer_range,
     is_binary,
     is_boolean,
     is_date,
@@ -88,6 +89,10 @@ class Typed:
     is_constant: bool = False
     value: Any = None
     depth: int = 1
+    #: a string expression: NULL on the rows where evaluating this is fine, else the error
+    #: Spark (in ANSI mode, its default) raises there (``[DIVIDE_BY_ZERO] ...``); only rows
+    #: Spark evaluates count (CASE, IF, AND, OR, COALESCE guard their operands)
+    problem: pc.Expression | None = None
 
 
 def constant(value, data_type: pa.DataType) -> Typed:
@@ -98,7 +103,67 @@ def _call(function: str, args: list[Typed], result_type: pa.DataType, options=No
     """A call of an Arrow compute function (``Expression._call`` is what pyarrow's own function
     wrappers use to build expressions)."""
     expression = pc.Expression._call(function, [a.expression for a in args], options)
-    return Typed(expression, result_type, depth=1 + max((a.depth for a in args), default=0))
+    return Typed(expression, result_type, depth=1 + max((a.depth for a in args), default=0),
+                 problem=_first_problem([a.problem for a in args]))
+
+
+# -- Spark's runtime errors ------------------------------------------------------------------
+# Arrow evaluates every operand of every row, Spark only what it reaches, so an operation that
+# fails in Spark (a division by zero, an overflow) computes a harmless value here and records
+# the failure in Typed.problem; Compiler.compile makes the finished expression raise it (a
+# failing cast of the text: "Failed to parse string: '<problem>' ...", which the evaluation
+# points turn into a typed error). Problem texts hold no quote.
+_NO_PROBLEM = pc.scalar(pa.scalar(None, pa.string()))
+
+
+def _first_problem(problems: list) -> pc.Expression | None:
+    found = [p for p in problems if p is not None]
+    if len(found) < 2:
+        return found[0] if found else None
+    return pc.Expression._call("coalesce", found)
+
+
+def _problem_if(condition: pc.Expression, message: str) -> pc.Expression:
+    """``message`` on the rows where ``condition`` is true."""
+    return pc.Expression._call("if_else", [condition, pc.scalar(message), _NO_PROBLEM])
+
+
+def _reached(condition: pc.Expression | None, problem: pc.Expression | None) -> pc.Expression | None:
+    """``problem`` on the rows where ``condition`` (evaluation reaches the operand) is true."""
+    if problem is None or condition is None:
+        return problem
+    return pc.Expression._call("if_else", [condition, problem, _NO_PROBLEM])
+
+
+def _both(a: pc.Expression | None, b: pc.Expression) -> pc.Expression:
+    return b if a is None else pc.Expression._call("and", [a, b])
+
+
+def _is_true(item: Typed) -> pc.Expression:
+    return pc.Expression._call("coalesce", [item.expression, pc.scalar(False)])
+
+
+def _in_order(items: list[Typed], goes_on) -> pc.Expression | None:
+    """The problem of operands evaluated left to right while ``goes_on(operand)`` (a non-NULL
+    boolean expression) holds: AND stops at false, OR at true, COALESCE at a value."""
+    if all(i.problem is None for i in items):
+        return None
+    problems, reached = [], None
+    for item in items:
+        problems.append(_reached(reached, item.problem))
+        reached = _both(reached, goes_on(item))
+    return _first_problem(problems)
+
+
+def _raising(typed: Typed) -> Typed:
+    """``typed`` that raises its problem where there is one."""
+    if typed.problem is None:
+        return typed
+    check = pc.Expression._call("cast", [pc.Expression._call("coalesce", [typed.problem, pc.scalar("0")])],
+                                pc.CastOptions.safe(pa.int8()))
+    fine = pc.Expression._call("equal", [check, pc.scalar(pa.scalar(0, pa.int8()))])
+    expression = pc.Expression._call("if_else", [fine, typed.expression, pc.scalar(pa.scalar(None, typed.type))])
+    return Typed(expression, typed.type, depth=typed.depth + 3)
 
 
 def _null_bool() -> Typed:
@@ -185,6 +250,82 @@ def _float_in(value: Typed, present: list, target: pa.DataType) -> Typed:
     return hit
 
 
+_DIVIDE_BY_ZERO = "[DIVIDE_BY_ZERO] Division by zero (Spark in ANSI mode; try_divide is not supported here)"
+_REMAINDER_BY_ZERO = "[REMAINDER_BY_ZERO] Remainder by zero (Spark in ANSI mode)"
+
+
+def _overflow(result_type: pa.DataType, symbol: str) -> str:
+    if result_type.bit_width < 32:  # Spark names the class of tinyint and smallint operations apart
+        return f"[BINARY_ARITHMETIC_OVERFLOW] {describe(result_type)} {symbol} caused overflow (Spark in ANSI mode)"
+    return f"[ARITHMETIC_OVERFLOW] {describe(result_type)} {symbol} caused overflow (Spark in ANSI mode)"
+
+
+def _integral_arithmetic(function: str, left: Typed, right: Typed, result_type: pa.DataType):
+    """``left <function> right`` on integers of ``result_type`` and Spark's ARITHMETIC_OVERFLOW
+    where the exact result does not fit (Arrow's unchecked kernels wrap around)."""
+    symbol = {"add": "+", "subtract": "-", "multiply": "*"}[function]
+    if result_type.bit_width < 64:  # exact in bigint, then checked against the type's range
+        wide = pa.int64()
+        widen = pc.CastOptions.safe(wide)
+        exact = _call(function, [_call("cast", [left], wide, widen), _call("cast", [right], wide, widen)], wide)
+        lo, hi = integer_range(result_type)
+        overflow = _call("or", [_call("less", [exact, constant(lo, wide)], pa.bool_()),
+                                _call("greater", [exact, constant(hi, wide)], pa.bool_())], pa.bool_())
+        fitted = _call("if_else", [overflow, constant(0, wide), exact], wide)
+        return (_call("cast", [fitted], result_type, pc.CastOptions.safe(result_type)),
+                _problem_if(overflow.expression, _overflow(result_type, symbol)))
+    wrapped = _call(function, [left, right], result_type)
+    negative = constant(0, result_type)
+
+    def sign_differs(a: Typed, b: Typed) -> Typed:
+        return _call("less", [_call("bit_wise_xor", [a, b], result_type), negative], pa.bool_())
+
+    if function == "add":  # operands of one sign, a result of the other
+        overflow = _call("and", [_call("not_equal", [sign_differs(left, right), constant(True, pa.bool_())],
+                                       pa.bool_()), sign_differs(left, wrapped)], pa.bool_())
+    elif function == "subtract":  # operands of different signs, a result of the right's sign
+        overflow = _call("and", [sign_differs(left, right), sign_differs(left, wrapped)], pa.bool_())
+    else:  # a wrapped product divided by one factor is not the other (the factors 0 and -1 apart)
+        zero, minus_one = (_call("equal", [left, constant(v, result_type)], pa.bool_()) for v in (0, -1))
+        divisor = _call("if_else", [_call("or", [zero, minus_one], pa.bool_()), constant(1, result_type), left],
+                        result_type)
+        differs = _call("not_equal", [_call("divide", [wrapped, divisor], result_type), right], pa.bool_())
+        lowest = _call("equal", [right, constant(integer_range(result_type)[0], result_type)], pa.bool_())
+        overflow = _call("if_else", [zero, constant(False, pa.bool_()),
+                                     _call("if_else", [minus_one, lowest, differs], pa.bool_())], pa.bool_())
+    return wrapped, _problem_if(overflow.expression, _overflow(result_type, symbol))
+
+
+def _lowest_overflows(result: Typed, value: Typed) -> Typed:
+    """-x and abs(x) of an integer: the type's lowest value has no positive counterpart."""
+    if not is_integral(value.type):
+        return result
+    lowest = _call("equal", [value, constant(integer_range(value.type)[0], value.type)], pa.bool_())
+    message = f"[ARITHMETIC_OVERFLOW] {describe(value.type)} overflow (Spark in ANSI mode)"
+    return replace(result, problem=_first_problem([result.problem, _problem_if(lowest.expression, message)]))
+
+
+def _cast_overflow(item: Typed, target: pa.DataType) -> Typed:
+    """A number (a float already truncated) to be cast to integer type ``target``: where it is
+    NaN, infinite or out of range, Spark's CAST_OVERFLOW, and a 0 that casts safely."""
+    source = item.type
+    lo, hi = integer_range(target)
+    if is_integral(source):
+        s_lo, s_hi = integer_range(source)
+        if s_lo >= lo and s_hi <= hi:
+            return item
+        lo, hi = max(lo, s_lo), min(hi, s_hi)
+        fits = _call("and", [_call("greater_equal", [item, constant(lo, source)], pa.bool_()),
+                             _call("less_equal", [item, constant(hi, source)], pa.bool_())], pa.bool_())
+    else:  # -2**k and 2**k are exact floats
+        fits = _call("and", [_call("greater_equal", [item, constant(float(lo), source)], pa.bool_()),
+                             _call("less", [item, constant(float(hi + 1), source)], pa.bool_())], pa.bool_())
+    message = f"[CAST_OVERFLOW] a {describe(source)} value cannot be cast to {describe(target)} due to an overflow"
+    fitted = _call("if_else", [fits, item, constant(0, source)], source)
+    problem = _problem_if(_call("invert", [fits], pa.bool_()).expression, message)
+    return replace(fitted, problem=_first_problem([item.problem, problem]))
+
+
 class Compiler:
     """One compilation of ``text`` against ``schema``; errors name ``argument``."""
 
@@ -228,7 +369,7 @@ class Compiler:
                 self.fail(node, f"the expression is nested too deeply (more than {MAX_EXPRESSION_DEPTH} "
                                 "operations inside each other)")
             results[id(node)] = typed
-        return results[id(root)]
+        return _raising(results[id(root)])
 
     def _children(self, node) -> list:
         """The sub-expressions to compile before ``node``; rejects what is not supported."""
@@ -371,7 +512,8 @@ class Compiler:
             values, target = self._unify(node, args, "combine")
             if is_null(target):
                 return constant(None, target)
-            return _call("coalesce", values, target)
+            return replace(_call("coalesce", values, target), problem=_in_order(
+                values, lambda v: pc.Expression._call("is_null", [v.expression])))
         if isinstance(node, (exp.Concat, exp.DPipe)):
             return self._concat(node, args)
         if isinstance(node, exp.If):
@@ -392,7 +534,8 @@ class Compiler:
             (value,) = args
             if not is_numeric(value.type) and not is_null(value.type):
                 self.fail(node, f"abs needs a number, not {describe(value.type)}")
-            return value if is_null(value.type) else self._fold(_call("abs", [value], value.type), [value])
+            return value if is_null(value.type) else self._fold(
+                _lowest_overflows(_call("abs", [value], value.type), value), [value])
         if type(node) in _STRING_FUNCTIONS:
             (value,) = args
             if not is_string(value.type) and not is_null(value.type):
@@ -445,11 +588,16 @@ class Compiler:
 
     def _logical(self, node, args: list[Typed]) -> Typed:
         function = "and_kleene" if isinstance(node, exp.And) else "or_kleene"
-        level = self._booleans(node, args, "AND" if isinstance(node, exp.And) else "OR")
+        operands = level = self._booleans(node, args, "AND" if isinstance(node, exp.And) else "OR")
         while len(level) > 1:  # a balanced tree: depth log2(n), not n
             level = [_call(function, level[i:i + 2], pa.bool_()) if i + 1 < len(level) else level[i]
                      for i in range(0, len(level), 2)]
-        return level[0]
+        if isinstance(node, exp.And):  # Spark evaluates an operand while the ones before are not false
+            problem = _in_order(operands, lambda o: pc.Expression._call(
+                "coalesce", [o.expression, pc.scalar(True)]))
+        else:
+            problem = _in_order(operands, lambda o: pc.Expression._call("invert", [_is_true(o)]))
+        return replace(level[0], problem=problem)
 
     def _is(self, node, value: Typed) -> Typed:
         if isinstance(node.expression, exp.Null):
@@ -468,8 +616,7 @@ class Compiler:
         is compared with a date, a number, ..."""
         text = item.value
         try:
-            if is_floating(target) and text.strip().lower().lstrip("+-") in ("nan", "inf", "infinity"):
-                # 'NaN', 'Infinity', '-inf', ...: Spark's CAST to double reads them (cast_value does)
+            if is_floating(target):  # Spark's CAST to double: '1.1d', '0x1p3', 'NaN', '-inf', ... (cast_value)
                 return constant(cast_value(text, pa.string(), pa.float64()), pa.float64())
             if is_numeric(target):
                 return constant(*number_literal(text))
@@ -572,6 +719,12 @@ class Compiler:
         if is_floating(source) and is_string(target):
             self.fail(node, f"cannot cast {describe(source)} to {describe(target)}: Spark writes such numbers as "
                             "Java does (100.0, 1.0E20, NaN, Infinity), which is not implemented here")
+        if is_string(source) and is_floating(target):
+            # Java's Double.parseDouble, as Spark: surrounding whitespace and a d / f suffix are
+            # allowed (Arrow reads the rest, inf and nan words included; hex numbers it refuses)
+            item = _call("utf8_trim", [item], source, pc.TrimOptions("".join(map(chr, range(33)))))
+            item = _call("replace_substring_regex", [item], source, pc.ReplaceSubstringOptions(
+                r"^([+-]?(?:[0-9]+[.]?[0-9]*|[.][0-9]+)(?:[eE][+-]?[0-9]+)?)[fFdD]$", r"\1"))
         if is_floating(source) and is_decimal(target):  # NaN and +-inf become NULL, as in Spark
             item = _call("if_else", [_call("is_finite", [item], pa.bool_()), item, constant(None, source)], source)
         if is_decimal(source) and is_floating(target):
@@ -587,7 +740,9 @@ class Compiler:
             # Arrow's own truncating casts skip the range check, so round first, then cast
             # safely: a value out of the target's range fails as in Spark's ANSI mode.
             if is_integral(target) and is_floating(source):
-                item = _call("trunc", [item], source)
+                item = _cast_overflow(_call("trunc", [item], source), target)
+            elif is_integral(target) and is_integral(source):
+                item = _cast_overflow(item, target)
             elif is_integral(target) and is_decimal(source):
                 item = _call("round", [item], source, pc.RoundOptions(0, "towards_zero"))
             elif is_decimal(target) and (is_floating(source) or (is_decimal(source) and source.scale > target.scale)):
@@ -605,9 +760,12 @@ class Compiler:
         (left, right), target = self._unify(node, [left, right], "compare")
         if is_null(target) or (left.is_constant and left.value is None) or (right.is_constant and right.value is None):
             return _null_bool()
-        if is_floating(target):
-            return self._fold(_float_compare(function, left, right), [left, right])
-        return self._fold(_call(function, [left, right], pa.bool_()), [left, right])
+        result = _float_compare(function, left, right) if is_floating(target) else _call(
+            function, [left, right], pa.bool_())
+        # Spark does not evaluate the right operand of a NULL left one
+        problem = _first_problem([left.problem, _reached(
+            pc.Expression._call("is_valid", [left.expression]), right.problem)])
+        return self._fold(replace(result, problem=problem), [left, right])
 
     def _null_safe_equal(self, node, left: Typed, right: Typed) -> Typed:
         for side in (left, right):
@@ -688,16 +846,32 @@ class Compiler:
         left, right = self._cast(node, left, left_type), self._cast(node, right, right_type)
         function = _ARROW_FUNCTION[op]
         arrow_type = pc.call_function(function, [pa.array([], left_type), pa.array([], right_type)]).type
-        if op in ("divide", "remainder", "int_divide"):  # Spark: NULL when dividing by zero
+        # Spark skips the other operand of a NULL one (the divisor is evaluated first)
+        first, second = (right, left) if op in ("divide", "remainder", "int_divide") else (left, right)
+        operands_problem = _first_problem([first.problem, _reached(
+            pc.Expression._call("is_valid", [first.expression]), second.problem)])
+        left, right = replace(left, problem=None), replace(right, problem=None)
+        problem = None
+        if op in ("divide", "remainder", "int_divide"):  # Spark (ANSI): DIVIDE_BY_ZERO / REMAINDER_BY_ZERO
             zero = _call("equal", [right, constant(0, right_type)], pa.bool_())
             one = decimal.Decimal(1).scaleb(-right_type.scale) if is_decimal(right_type) else 1  # fits the type
             divisor = _call("if_else", [zero, constant(one, right_type), right], right_type)
             value = _call(function, [left, divisor], arrow_type)
             result = _call("if_else", [zero, constant(None, arrow_type), value], arrow_type)
+            problem = _problem_if(_call("and", [zero, _call("is_valid", [left], pa.bool_())], pa.bool_()).expression,
+                                  _REMAINDER_BY_ZERO if op == "remainder" else _DIVIDE_BY_ZERO)
+            if op == "int_divide":  # the one quotient a bigint cannot hold
+                lowest = constant(integer_range(pa.int64())[0], pa.int64())
+                overflow = _call("and", [_call("equal", [left, lowest], pa.bool_()),
+                                         _call("equal", [right, constant(-1, pa.int64())], pa.bool_())], pa.bool_())
+                problem = _first_problem([problem, _problem_if(overflow.expression, _overflow(pa.int64(), "div"))])
+        elif is_integral(result_type):
+            result, problem = _integral_arithmetic(function, left, right, result_type)
         else:
             result = _call(function, [left, right], arrow_type)
-        if arrow_type != result_type:
+        if result.type != result_type:
             result = _call("cast", [result], result_type, pc.CastOptions.safe(result_type))
+        result = replace(result, problem=_first_problem([operands_problem, problem]))
         return self._fold(result, [left, right])
 
     def _negate(self, node, value: Typed) -> Typed:
@@ -710,7 +884,7 @@ class Compiler:
                 negated, literal_type = number_literal(str(-value.value))
                 return constant(negated, common_type(literal_type, value.type))
             return constant(-value.value, value.type)
-        return _call("negate", [value], value.type)
+        return _lowest_overflows(_call("negate", [value], value.type), value)
 
     def _concat(self, node, args: list[Typed]) -> Typed:
         parts = []
@@ -736,7 +910,15 @@ class Compiler:
         chosen = _call("make_struct", conditions, pa.struct([(n, pa.bool_()) for n in names]),
                        pc.MakeStructOptions(names))
         # case_when takes the first true condition; a NULL condition counts as false, as in Spark
-        return self._fold(_call("case_when", [chosen, *values], target), [*conditions, *values])
+        result = _call("case_when", [chosen, *values], target)
+        problems, reached = [], None
+        for condition, value in zip(conditions, values):
+            problems.append(_reached(reached, condition.problem))
+            problems.append(_reached(_both(reached, _is_true(condition)), value.problem))
+            reached = _both(reached, pc.Expression._call("invert", [_is_true(condition)]))
+        if default is not None:
+            problems.append(_reached(reached, values[-1].problem))
+        return self._fold(replace(result, problem=_first_problem(problems)), [*conditions, *values])
 
     def _case_expression(self, node, args: list[Typed]) -> Typed:
         subject = args.pop(0) if node.this is not None else None
@@ -754,11 +936,14 @@ class Compiler:
         (``x > -(2 * 3)`` compares with the constant -6, converted to x's type)."""
         if not all(i.is_constant for i in inputs) or is_null(result.type):
             return result
+        columns = {"v": result.expression, "p": _NO_PROBLEM if result.problem is None else result.problem}
         try:
-            column = ds.dataset(_ONE_ROW).to_table(columns={"v": result.expression}).column("v")
+            row = ds.dataset(_ONE_ROW).to_table(columns=columns)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             return result  # left to fail (or not) where the rows are
-        value = column[0].as_py()
+        if row.column("p")[0].is_valid:
+            return result  # Spark fails where it evaluates it
+        value = row.column("v")[0].as_py()
         if isinstance(value, dt.datetime) and value.tzinfo is not None:  # constants hold UTC wall-clock times
             value = value.astimezone(dt.timezone.utc).replace(tzinfo=None)
         return constant(value, result.type)

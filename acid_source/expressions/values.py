@@ -12,6 +12,7 @@ import datetime as dt
 import decimal
 import fractions
 import math
+import re
 import struct
 
 import pyarrow as pa
@@ -262,6 +263,61 @@ def parse_timestamp(text: str) -> dt.datetime:
     return local
 
 
+_JAVA_DECIMAL = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?[fFdD]?")
+_JAVA_HEX = re.compile(r"[+-]?0[xX]([0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)[pP][+-]?\d+[fFdD]?")
+_JAVA_WORDS = {"NaN": math.nan, "+NaN": math.nan, "-NaN": math.nan, "Infinity": math.inf, "+Infinity": math.inf,
+               "-Infinity": -math.inf}
+#: what Spark reads when Java's grammar refuses the text (lower-cased)
+_SPARK_WORDS = {"inf": math.inf, "+inf": math.inf, "infinity": math.inf, "+infinity": math.inf, "-inf": -math.inf,
+                "-infinity": -math.inf, "nan": math.nan}
+_JAVA_WHITESPACE = "".join(map(chr, range(33)))  # what Java's String.trim removes
+
+
+def java_double(text: str) -> float:
+    """Spark's CAST of a string to double: Java's Double.parseDouble (a decimal or hex number,
+    an optional d / f suffix, NaN and Infinity with a sign; too large is infinite), then Spark's
+    words inf, +inf, infinity, nan ... in any case. ValueError for anything else."""
+    s = text.strip(_JAVA_WHITESPACE)
+    if s in _JAVA_WORDS:
+        return _JAVA_WORDS[s]
+    if _JAVA_DECIMAL.fullmatch(s):
+        return float(s.rstrip("fFdD"))
+    if _JAVA_HEX.fullmatch(s):
+        return float.fromhex(s.rstrip("fFdD"))  # the exponent ends in a decimal digit
+    if s.lower() in _SPARK_WORDS:
+        return _SPARK_WORDS[s.lower()]
+    raise ValueError(f"{text!r} is not a number")
+
+
+def java_text(value: float, single: bool = False) -> str:
+    """Java's Double.toString (Float.toString if ``single``), as Spark casts a double to string:
+    the shortest digits that read back as ``value``, plain from 0.001 to below 10 million
+    (``100.0``, ``0.001``), else ``1.0E20``, ``1.0E-5``."""
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    if value == 0:
+        return "-0.0" if math.copysign(1.0, value) < 0 else "0.0"
+    text = repr(value)
+    if single:  # the shortest digits that are the same float
+        text = next(t for t in (f"{value:.{p}e}" for p in range(9))
+                    if struct.unpack("<f", struct.pack("<f", float(t)))[0] == value)
+    sign, digit_tuple, exponent = decimal.Decimal(text).normalize().as_tuple()
+    assert isinstance(exponent, int)  # a finite number
+    digits = "".join(map(str, digit_tuple))
+    point = exponent + len(digits) - 1  # the power of ten of the first digit
+    if -3 <= point < 7:
+        if point >= 0:
+            digits = digits.ljust(point + 1, "0")
+            shown = digits[:point + 1] + "." + (digits[point + 1:] or "0")
+        else:
+            shown = "0." + "0" * (-point - 1) + digits
+    else:
+        shown = digits[0] + "." + (digits[1:] or "0") + "E" + str(point)
+    return ("-" if sign else "") + shown
+
+
 def _to_text(value, source: pa.DataType) -> str:
     if sqltypes.is_string(source):
         return value
@@ -274,7 +330,7 @@ def _to_text(value, source: pa.DataType) -> str:
             return "NaN"
         if math.isinf(value):
             return "Infinity" if value > 0 else "-Infinity"
-        return repr(float(value))
+        return java_text(float(value), single=source.bit_width == 32)
     if sqltypes.is_integral(source):
         return str(value)
     if sqltypes.is_timestamp(source):
@@ -330,7 +386,7 @@ def cast_value(value, source: pa.DataType, target: pa.DataType):
             raise ValueError(f"{_to_text(value, source)} is out of range for {describe(target)}")
         return result
     elif sqltypes.is_floating(target):
-        number = float(_to_number(value, source))
+        number = java_double(value) if sqltypes.is_string(source) else float(_to_number(value, source))
         if target.bit_width == 32:
             number = pa.scalar(number, pa.float32()).as_py()
         return number

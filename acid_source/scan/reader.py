@@ -9,6 +9,7 @@ driver-side (no planner, no transaction store).
 
 from __future__ import annotations
 
+import re
 from typing import Iterator, Sequence
 
 import numpy as np
@@ -21,7 +22,7 @@ from ..layout.table_dirs import INSERT_ONLY
 from .splits import ROW_ID_COLUMN, BucketSplit, ReadContext
 from .visibility import ScanMetrics, SplitVisibility, VisibleRows
 
-__all__ = ["MAX_BATCH_ROWS", "ScanMetrics", "SplitReader", "read_split"]
+__all__ = ["MAX_BATCH_ROWS", "ScanMetrics", "SplitReader", "evaluation_error", "read_split"]
 
 MAX_BATCH_ROWS = 1 << 17
 
@@ -29,6 +30,18 @@ MAX_BATCH_ROWS = 1 << 17
 # escaping a read task would be a bug: the task reports a CorruptFileError naming the file.
 _LIBRARY_ERRORS = (ArithmeticError, AttributeError, LookupError, TypeError, ValueError, OSError, RuntimeError,
                    pa.ArrowException, pyorc.errors.ORCError)
+
+
+# A compiled expression raises the error Spark raises on a row (a division by zero, an
+# overflow: acid_source.expressions.compiler) as a cast of its text that fails
+_SPARK_ERROR = re.compile(r"'(\[[A-Z_]+\] [^']*)'")
+
+
+def evaluation_error(exc: BaseException) -> str:
+    """Why evaluating a compiled expression failed: Spark's error where Spark fails on the same
+    row (``[DIVIDE_BY_ZERO] Division by zero``), else the library's error."""
+    found = _SPARK_ERROR.search(str(exc))
+    return found.group(1) if found else f"{type(exc).__name__}: {exc}"
 
 
 class SplitReader:
@@ -72,7 +85,7 @@ class SplitReader:
         except _LIBRARY_ERRORS as exc:
             where = self.ctx.storage.display(path)
             raise InvalidOptionError("rowFilter", f"cannot be evaluated on the rows of {where}: "
-                                                  f"{type(exc).__name__}: {exc}") from exc
+                                                  f"{evaluation_error(exc)}") from exc
 
     # --- output shaping ------------------------------------------------------------------------
     def _shape(self, visible: VisibleRows) -> pa.RecordBatch:
