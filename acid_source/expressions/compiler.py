@@ -26,6 +26,7 @@ from ..errors import InvalidArgumentError
 from .columns import ColumnError, resolve
 from .parsing import node_span, position
 from .sqltypes import (
+    MAX_DECIMAL_PRECISION,
     arithmetic_types,
     arrow_type_of,
     common_type,
@@ -294,6 +295,35 @@ def _integral_arithmetic(function: str, left: Typed, right: Typed, result_type: 
         overflow = _call("if_else", [zero, constant(False, pa.bool_()),
                                      _call("if_else", [minus_one, lowest, differs], pa.bool_())], pa.bool_())
     return wrapped, _problem_if(overflow.expression, _overflow(result_type, symbol))
+
+
+def _decimal_arithmetic(function: str, left: Typed, right: Typed, result_type: pa.DataType) -> Typed:
+    """``left <function> right`` on decimals, of Spark's result type: computed exactly (in
+    decimal256 where the exact result has more than 38 digits), rounded half up to the result's
+    scale, and Spark's NUMERIC_VALUE_OUT_OF_RANGE where it does not fit."""
+    problem = _first_problem([left.problem, _reached(
+        pc.Expression._call("is_valid", [left.expression]), right.problem)])
+    left, right = replace(left, problem=None), replace(right, problem=None)
+    exact_type = pc.call_function(function, [pa.array([], pa.decimal256(left.type.precision, left.type.scale)),
+                                             pa.array([], pa.decimal256(right.type.precision, right.type.scale))]).type
+    if exact_type.precision <= MAX_DECIMAL_PRECISION:  # Arrow's type is Spark's
+        result = _call(function, [left, right], exact_type)
+        if result.type != result_type:
+            result = _call("cast", [result], result_type, pc.CastOptions.safe(result_type))
+        return replace(result, problem=problem)
+    wide = [_call("cast", [t], pa.decimal256(t.type.precision, t.type.scale),
+                  pc.CastOptions.safe(pa.decimal256(t.type.precision, t.type.scale))) for t in (left, right)]
+    exact = _call(function, wide, exact_type)
+    if exact_type.scale > result_type.scale:
+        exact = _call("round", [exact], exact_type, pc.RoundOptions(result_type.scale, "half_towards_infinity"))
+    limit = constant(decimal.Decimal(10) ** (result_type.precision - result_type.scale), exact_type)
+    fits = _call("less", [_call("abs", [exact], exact_type), limit], pa.bool_())
+    fitted = _call("if_else", [fits, exact, constant(decimal.Decimal(0), exact_type)], exact_type)
+    result = _call("cast", [fitted], result_type, pc.CastOptions(result_type, allow_decimal_truncate=True))
+    message = (f"[NUMERIC_VALUE_OUT_OF_RANGE] a result does not fit {describe(result_type)} (Spark in ANSI mode; "
+               "try_add / try_multiply are not supported here)")
+    out_of_range = _problem_if(_call("invert", [fits], pa.bool_()).expression, message)
+    return replace(result, problem=_first_problem([problem, out_of_range]))
 
 
 def _lowest_overflows(result: Typed, value: Typed) -> Typed:
@@ -845,6 +875,12 @@ class Compiler:
         left_type, right_type, result_type = types
         left, right = self._cast(node, left, left_type), self._cast(node, right, right_type)
         function = _ARROW_FUNCTION[op]
+        if op in ("add", "subtract", "multiply") and is_decimal(result_type):
+            if op == "multiply" and left_type.precision + right_type.precision + 1 > 76:
+                self.fail(node, f"* of {describe(left_type)} and {describe(right_type)} needs more than 76 digits "
+                                "before Spark rounds it, which is not implemented here; CAST an operand to a "
+                                "smaller decimal")
+            return self._fold(_decimal_arithmetic(function, left, right, result_type), [left, right])
         arrow_type = pc.call_function(function, [pa.array([], left_type), pa.array([], right_type)]).type
         # Spark skips the other operand of a NULL one (the divisor is evaluated first)
         first, second = (right, left) if op in ("divide", "remainder", "int_divide") else (left, right)

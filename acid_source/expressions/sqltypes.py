@@ -148,6 +148,14 @@ def common_type(a: pa.DataType, b: pa.DataType) -> pa.DataType | None:
     return None
 
 
+def _adjusted_decimal(precision: int, scale: int) -> pa.DataType:
+    """Spark's DecimalType.adjustPrecisionScale of a result type (scales are never negative here)."""
+    if precision <= MAX_DECIMAL_PRECISION:
+        return pa.decimal128(max(precision, 1), scale)
+    integer_digits = precision - scale
+    return pa.decimal128(MAX_DECIMAL_PRECISION, max(MAX_DECIMAL_PRECISION - integer_digits, min(scale, 6)))
+
+
 ARITHMETIC = ("add", "subtract", "multiply", "divide", "remainder", "int_divide")
 
 
@@ -155,8 +163,9 @@ def arithmetic_types(op: str, a: pa.DataType, b: pa.DataType):
     """``(left operand type, right operand type, result type)`` of a numeric operator, or None.
 
     Like Spark: ``/`` returns double, ``div`` bigint, and decimal results get Spark's precision
-    and scale. Where Spark would have to drop digits from a decimal result (precision beyond
-    38), and for ``/`` on decimals, the operation is done in double instead.
+    and scale; beyond 38 digits Spark's adjustment (spark.sql.decimalOperations.allowPrecisionLoss,
+    on by default): precision 38, the scale cut down to keep the integer digits but not below 6.
+    ``/`` on decimals is done in double instead.
     """
     if not (is_numeric(a) and is_numeric(b)):
         return None
@@ -167,15 +176,15 @@ def arithmetic_types(op: str, a: pa.DataType, b: pa.DataType):
             return None
         return pa.int64(), pa.int64(), pa.int64()
     common = common_type(a, b)
-    if not is_decimal(common):
+    if is_floating(a) or is_floating(b) or (is_integral(a) and is_integral(b) and not is_decimal(common)):
         return common, common, common
-    da, db = as_decimal(a), as_decimal(b)
+    da, db = as_decimal(a), as_decimal(b)  # Spark's result type from both operands' own types
     p1, s1, p2, s2 = da.precision, da.scale, db.precision, db.scale
     if op in ("add", "subtract"):
         scale = max(s1, s2)
-        result = decimal_type(max(p1 - s1, p2 - s2) + scale + 1, scale)
+        result = _adjusted_decimal(max(p1 - s1, p2 - s2) + scale + 1, scale)
     elif op == "multiply":
-        result = decimal_type(p1 + p2 + 1, s1 + s2)
+        result = _adjusted_decimal(p1 + p2 + 1, s1 + s2)
     else:  # remainder
         scale = max(s1, s2)
         result = decimal_type(min(p1 - s1, p2 - s2) + scale, scale)

@@ -128,7 +128,7 @@ def project(table: pa.Table, expression: pc.Expression) -> list:
     ("amount * 2 = 3", [1]),
     ("id + amount = 12.5", [2]),
     ("id / 2 = 0.5", [1]),
-    # a division by zero fails in Spark 4 (ANSI mode) where it is reached (tests/expressions/test_ansi_semantics.py)
+    # a division by zero fails in Spark 4 (ANSI mode) where it is reached (test_ansi_arithmetic_and_casts.py)
     ("CASE WHEN id > 10 THEN score / 0 END IS NULL", [1, 2, 3, 4, None]),
     ("id > 10 AND id % 0 = 1 OR id = 2", [2]),
     ("coalesce(name, 'none') = 'none'", [4]),
