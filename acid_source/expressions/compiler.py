@@ -916,10 +916,10 @@ class Compiler:
         if not is_numeric(value.type):
             self.fail(node, f"unary - needs a number, not {describe(value.type)}")
         if value.is_constant and value.value is not None:
-            if is_integral(value.type):  # -2147483648 is an int literal
-                negated, literal_type = number_literal(str(-value.value))
-                return constant(negated, common_type(literal_type, value.type))
-            return constant(-value.value, value.type)
+            # (-2147483648 is an int literal: literal_number reads it whole); the lowest value of
+            # an integer type has no negation in it, Spark's ARITHMETIC_OVERFLOW where evaluated
+            if not (is_integral(value.type) and value.value == integer_range(value.type)[0]):
+                return constant(-value.value, value.type)
         return _lowest_overflows(_call("negate", [value], value.type), value)
 
     def _concat(self, node, args: list[Typed]) -> Typed:

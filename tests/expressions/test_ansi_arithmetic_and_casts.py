@@ -48,6 +48,7 @@ def _ids(table) -> list[int]:
     ("d / 0 > 1", "DIVIDE_BY_ZERO"), ("b + 1 > 0", "ARITHMETIC_OVERFLOW"), ("b * 2 > 0", "ARITHMETIC_OVERFLOW"),
     ("a * 1000000000 > 0", "ARITHMETIC_OVERFLOW"), ("CAST(d AS INT) = 1", "CAST_OVERFLOW"),
     ("CAST(b AS INT) = 1", "CAST_OVERFLOW"), ("id = 5 OR 1 / 0 = 1", "DIVIDE_BY_ZERO"),
+    ("-CAST(-2147483648 AS INT) > a", "ARITHMETIC_OVERFLOW"),
 ])
 def test_a_failing_condition_is_a_typed_error_and_deletes_nothing(table, condition, error_class):
     with pytest.raises(InvalidArgumentError, match=error_class) as info:
