@@ -8,7 +8,8 @@ from __future__ import annotations
 import pyarrow as pa
 
 from .errors import InvalidOptionError, NotAnAcidTableError, SchemaError, TableNotRegisteredError
-from .layout.names import is_hidden
+from .layout.names import is_hidden, parse_dir_name
+from .layout.partitions import parse_partition_segment
 from .layout.table_dirs import convert_partition_value, discover_layout, infer_partition_type
 from .metastore import Metastore
 from .metastore.engine import check_shareable
@@ -21,7 +22,7 @@ from .storage import Storage
 from .tables import history_on_storage
 from .txn import Transaction
 from .write.job import WriteJob
-from .write.rows import partition_path, static_partition_values
+from .write.rows import existing_partition_dirs, partition_key, partition_path, static_partition_values
 from .write.task import WritePlan, check_data_schema, check_unique_columns
 
 
@@ -53,7 +54,9 @@ def stage_write(spec: WriteSpec, *, overwrite: bool, data_schema: pa.Schema | No
         if not table.partition_columns:
             raise InvalidOptionError("partition", f"{table.location} is not partitioned")
         given = static_partition_values(spec.partition, list(table.partition_columns))
-        static = tuple((c, convert_partition_value(given[c], table.schema.field(c).type))
+        # as the rows of the column would be keyed (a float column's value is a 32-bit float)
+        static = tuple((c, partition_key(convert_partition_value(given[c], table.schema.field(c).type),
+                                         table.schema.field(c).type))
                        for c in table.partition_columns)
         partition_path(list(table.partition_columns), tuple(v for _, v in static))  # checks the values
     table_data = nullable(pa.schema([table.schema.field(n) for n in table.data_columns]))
@@ -72,10 +75,12 @@ def stage_write(spec: WriteSpec, *, overwrite: bool, data_schema: pa.Schema | No
                             heartbeat=heartbeat)
     try:
         write_id = txn.allocate_write_id(table.table_id, storage)
+        partition_dirs = _existing_partition_dirs(txn, table, storage)
     except BaseException as exc:
-        txn.abort(f"could not allocate a write id: {exc}")
+        txn.abort(f"could not start the write: {exc}")
         raise
-    plan = plan_for_table(table, storage, write_id, overwrite=overwrite, static_partition=static)
+    plan = plan_for_table(table, storage, write_id, overwrite=overwrite, static_partition=static,
+                          partition_dirs=partition_dirs)
     return StagedWrite(WriteJob(plan, table.table_id, spec.dynamic_overwrite), txn, location=table.location,
                        schema=expected, storage_options=spec.storage_options, check_batches=data_schema is None)
 
@@ -97,6 +102,34 @@ def plan_for_table(table: TableInfo, storage: Storage, write_id: int, *, overwri
         overwrite=overwrite,
         partition_dirs=partition_dirs,
     )
+
+
+def _existing_partition_dirs(txn: Transaction, table: TableInfo, storage: Storage) -> tuple:
+    """The partition directories of the table: those committed writes recorded in the store,
+    and those a listing of the partition directories' names finds (an adopted or Hive-written
+    table's store holds only some). Rows of a value that has a directory go there, whatever
+    its spelling (Hive's ``p=01``; ``d=1.50`` of an older acidorc, which now names it
+    ``d=1.5``), and an overwrite of a value replaces every directory of it. Only directory
+    levels above the partitions are listed (one listing for one partition column), never their
+    contents: a write does not read the table."""
+    if not table.partition_columns:
+        return ()
+    paths = {p for p in txn.committed_data_objects(table.table_id) if p}
+    with storage.failures("listing the partition directories"):
+        if storage.exists(storage.root):
+            paths.update(_partition_names(storage, storage.root, "", len(table.partition_columns)))
+    types = [table.schema.field(c).type for c in table.partition_columns]
+    return existing_partition_dirs(sorted(paths), list(table.partition_columns), types)
+
+
+def _partition_names(storage: Storage, path: str, relative: str, levels: int) -> list[str]:
+    found = []
+    for entry in storage.list_dir(path):
+        if (entry.is_dir and not is_hidden(entry.name) and parse_partition_segment(entry.name) is not None
+                and parse_dir_name(entry.name) is None):
+            name = f"{relative}/{entry.name}" if relative else entry.name
+            found += [name] if levels == 1 else _partition_names(storage, entry.path, name, levels - 1)
+    return found
 
 
 def _check_create_options(table: TableInfo, options: WriteSpec) -> None:

@@ -19,7 +19,17 @@ from ..scan.resolved import ResolvedTable
 from ..scan.splits import ROW_ID_COLUMN as READ_ROW_ID
 from ..write.task import TaskResult
 from .assignments import target_assignments
-from .events import DELETE, OP_COLUMN, ROW_ID_COLUMN, UPDATE_DELETE, UPDATE_INSERT, ChangePlan, write_changes
+from .events import (
+    DELETE,
+    OP_COLUMN,
+    ROW_ID_COLUMN,
+    UPDATE_DELETE,
+    UPDATE_INSERT,
+    ChangePlan,
+    relative_dir,
+    with_source_dir,
+    write_changes,
+)
 
 
 def arrow_changes(resolved: ResolvedTable, plan: ChangePlan, *, condition: str | None,
@@ -51,14 +61,17 @@ def arrow_changes(resolved: ResolvedTable, plan: ChangePlan, *, condition: str |
 
     def change_rows():
         for split in splits:
+            read_from = relative_dir(resolved.storage.root, split.partition_path)  # its delete events go there
             for batch in read_split(split, ctx):
                 matched = _matching(batch, cond)
                 if matched.num_rows == 0:
                     continue
                 if assignments is None:
-                    yield _change_batch(matched, schema, DELETE, keep=set(resolved.partition_columns))
+                    yield with_source_dir(_change_batch(matched, schema, DELETE, keep=set(resolved.partition_columns)),
+                                          read_from)
                 else:
-                    yield _change_batch(matched, schema, UPDATE_DELETE, keep=set(resolved.partition_columns))
+                    yield with_source_dir(_change_batch(matched, schema, UPDATE_DELETE,
+                                                        keep=set(resolved.partition_columns)), read_from)
                     yield _change_batch(_updated(matched, values, schema), schema, UPDATE_INSERT,
                                         keep=set(schema.names), with_row_id=False)
 

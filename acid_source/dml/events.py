@@ -6,7 +6,10 @@ A task receives Arrow batches of *change rows*: an operation code (:data:`OP_COL
 table's columns, and the old row's ROW__ID (:data:`ROW_ID_COLUMN`). Delete-side rows (the
 delete of a DELETE, the old half of an UPDATE, and the "matched, no action" rows of a MERGE,
 which only take part in the cardinality check) carry a ROW__ID and their old partition values;
-insert-side rows carry the new row. Every delete-side row of one (partition, writer id) must
+insert-side rows carry the new row. A delete-side row also carries the partition directory
+its row was read from (:data:`SOURCE_DIR_COLUMN`): its delete event goes exactly there, as Hive
+pairs delete events with the rows of their own directory, even when one value has several
+directories (``p=01`` next to ``p=1``). Every delete-side row of one (partition, writer id) must
 reach one task (the Spark plan repartitions by them); the task collects their ROW__IDs (keys
 only: 16 bytes a row), sorts them once, refuses a ROW__ID seen twice (a MERGE whose target
 row matched several source rows), and writes one sorted delete file per (partition, writer).
@@ -34,6 +37,9 @@ from ..write.task import TaskResult, TaskWriter, WritePlan, WrittenFile
 
 OP_COLUMN = "__acidorc_op"
 ROW_ID_COLUMN = "__acidorc_row_id"
+#: The partition directory (relative to the table root, "" unpartitioned) a delete-side row
+#: was read from; null on insert-side rows.
+SOURCE_DIR_COLUMN = "__acidorc_source_dir"
 
 #: Operation codes of change rows.
 DELETE = 0  # the row is deleted (DELETE, MERGE ... THEN DELETE)
@@ -47,8 +53,8 @@ INSERT_SIDE = (INSERT, UPDATE_INSERT)
 
 @dataclass(frozen=True)
 class ChangePlan:
-    """What a DML task needs (picklable). ``write.partition_dirs`` sends delete events exactly
-    where their row was read from."""
+    """What a DML task needs (picklable). Delete events go to the directory their change row
+    names (:data:`SOURCE_DIR_COLUMN`); new row versions where ``write.partition_dir`` sends them."""
 
     write: WritePlan
     #: the MERGE condition, for the cardinality error; None for UPDATE / DELETE
@@ -70,7 +76,6 @@ class ChangeWriter:
         self.task_id = task_id
         write = plan.write
         self._columns = [f.name for f in write.data_schema] + list(write.partition_columns)
-        self._dirs = {tuple(values): path for values, path in write.partition_dirs}
         self._inserts = TaskWriter(write, task_id)
         self._keys: dict[tuple[str, int], list[tuple[np.ndarray, ...]]] = {}
         self._counts: Counter[int] = Counter()
@@ -108,18 +113,29 @@ class ChangeWriter:
                      == MATCHED_NO_ACTION)
         writers = bucket_codec.decode_writer_ids(b.astype(np.int32))
         parts = list(self.plan.write.partition_columns)
-        keys = [rows.column(rows.schema.get_field_index(c)) for c in parts] + [pa.array(writers)]
+        source = rows.schema.get_field_index(SOURCE_DIR_COLUMN)
+        by_source = bool(parts) and source >= 0 and rows.column(source).null_count == 0
+        if by_source:  # the directory each row was read from
+            keys = [rows.column(source).cast(pa.string()), pa.array(writers)]
+        else:  # unpartitioned, or a producer that does not say where its rows were read from
+            keys = [rows.column(rows.schema.get_field_index(c)) for c in parts] + [pa.array(writers)]
         indexed = pa.RecordBatch.from_arrays([pa.array(np.arange(rows.num_rows))], names=["i"])
         for values, group in group_rows(_with(indexed, keys), keys):
             idx = group.column(0).to_numpy()
-            part = self._partition_dir(values[:-1])
+            part = str(values[0]).strip("/") if by_source else self._partition_dir(values[:-1])
             self._keys.setdefault((part, int(values[-1])), []).append((o[idx], b[idx], r[idx], no_action[idx]))
 
     def _partition_dir(self, values: tuple) -> str:
-        if not self.plan.write.partition_columns:
+        """The directory of a delete-side row that does not name its own: the one directory of
+        its value. With several, the row's directory is unknown - refused, never guessed."""
+        write = self.plan.write
+        if not write.partition_columns:
             return ""
-        found = self._dirs.get(tuple(values))
-        return found if found is not None else self.plan.write.partition_dir(tuple(values))
+        found = write.directories_of(tuple(values))
+        if len(found) > 1:
+            raise SchemaError(f"{write.storage.display()}: partition value {values!r} has the directories "
+                              f"{', '.join(found)}, and a row to delete does not say which one it was read from")
+        return found[0] if found else write.partition_dir(tuple(values))
 
     # --- finishing -----------------------------------------------------------------------------
     def close(self) -> TaskResult:
@@ -191,6 +207,20 @@ class ChangeWriter:
 def _with(batch: pa.RecordBatch, keys: list[pa.Array]) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays(list(batch.columns) + keys,
                                       names=list(batch.schema.names) + [f"__k{i}" for i in range(len(keys))])
+
+
+def with_source_dir(batch: pa.RecordBatch, directory: str) -> pa.RecordBatch:
+    """``batch`` of change rows read from one partition ``directory`` (relative to the table
+    root), saying so (:data:`SOURCE_DIR_COLUMN`)."""
+    column = pa.array([directory.strip("/")] * batch.num_rows, pa.string())
+    return pa.RecordBatch.from_arrays(list(batch.columns) + [column],
+                                      names=list(batch.schema.names) + [SOURCE_DIR_COLUMN])
+
+
+def relative_dir(root: str, path: str) -> str:
+    """A partition directory's full ``path`` relative to the table ``root``."""
+    root = root.rstrip("/")
+    return path[len(root):].strip("/") if path.startswith(root) else path.strip("/")
 
 
 def write_changes(plan: ChangePlan, task_id: int, batches) -> TaskResult:

@@ -20,10 +20,10 @@ from typing import Any, Callable
 from ..commit import after_commit, record_results, touched_partitions
 from ..errors import InvalidArgumentError, UnsupportedOperationError
 from ..faults import pause_point
-from ..layout.table_dirs import convert_partition_value
 from ..resolve import registered_table, resolve_table
 from ..scan.resolved import ResolvedTable
 from ..txn import Transaction
+from ..write.rows import existing_partition_dirs
 from ..write.task import TaskResult
 from ..writes import plan_for_table
 from .events import COUNT_NAMES, DELETE, INSERT, UPDATE_INSERT, ChangePlan
@@ -98,17 +98,16 @@ def run_dml(target: DmlTarget, operation: str, produce: Producer, *,
 
 
 def _partition_dirs(resolved: ResolvedTable) -> tuple:
-    """Partition values -> directory (relative to the table root) of every existing partition."""
+    """(values, directory relative to the table root) of every existing partition: where the
+    new row versions of a value go (:meth:`WritePlan.partition_dir`). Delete events never look
+    here: they go to the directory their row was read from (the change row carries it)."""
     if not resolved.partition_columns:
         return ()
     schema = resolved.schema()
     types = [schema.field(c).type for c in resolved.partition_columns]
     root = resolved.storage.root.rstrip("/")
-    found = []
-    for part in resolved.layout.partitions:
-        values = tuple(convert_partition_value(raw, t) for raw, t in zip(part.raw_values, types))
-        found.append((values, part.path[len(root):].strip("/")))
-    return tuple(found)
+    return existing_partition_dirs([part.path[len(root):].strip("/") for part in resolved.layout.partitions],
+                                   list(resolved.partition_columns), types)
 
 
 def _metrics(operation: str, results: list[TaskResult]) -> dict[str, Any]:

@@ -55,9 +55,12 @@ from ..dml.events import (
     MATCHED_NO_ACTION,
     OP_COLUMN,
     ROW_ID_COLUMN,
+    SOURCE_DIR_COLUMN,
     UPDATE_DELETE,
     UPDATE_INSERT,
     ChangePlan,
+    relative_dir,
+    with_source_dir,
     write_changes,
 )
 from ..dml.execution import DmlTarget, run_dml
@@ -333,8 +336,9 @@ class StatementInputs:
 # --- reading the target ----------------------------------------------------------------------
 def target_frame(spark, resolved: ResolvedTable, columns: list[str] | None = None,
                  condition: Any = None) -> tuple[DataFrame, bool]:
-    """The target at the DML's snapshot: ``columns`` (all when None), the partition columns
-    and the ROW__ID (renamed so that no source column can clash with it).
+    """The target at the DML's snapshot: ``columns`` (all when None), the partition columns,
+    the ROW__ID (renamed so that no source column can clash with it) and the partition
+    directory each row was read from (:data:`SOURCE_DIR_COLUMN`: its delete event goes there).
 
     Planned here, on the driver, from the snapshot and listing the DML already holds (no
     second resolution, listing or store opening): one Spark task per split, each reading its
@@ -350,16 +354,20 @@ def target_frame(spark, resolved: ResolvedTable, columns: list[str] | None = Non
     full = resolved.schema(include_row_id=True)
     wanted = set(full.names) if columns is None else set(columns) | set(resolved.partition_columns)
     arrow = pa.schema([f for f in full if f.name in wanted or f.name == READ_ROW_ID])
-    schema = from_arrow_schema(arrow, prefer_timestamp_ntz=True)
+    schema = from_arrow_schema(arrow.append(pa.field(SOURCE_DIR_COLUMN, pa.string())), prefer_timestamp_ntz=True)
     scan = TableScan(resolved, include_row_id=True, row_filter=_reader_prefilter(condition, arrow))
     ctx, splits = scan.plan(arrow)
     if not splits:
         frame = spark.createDataFrame([], schema)
     else:
+        root = resolved.storage.root
+
         def read(batches):  # the Spark task of split i (one id per partition)
             for batch in batches:
                 for i in batch.column(0).to_pylist():
-                    yield from read_split(splits[i], ctx)
+                    read_from = relative_dir(root, splits[i].partition_path)
+                    for rows in read_split(splits[i], ctx):
+                        yield with_source_dir(rows, read_from)
 
         frame = spark.range(0, len(splits), 1, len(splits)).mapInArrow(read, schema)
     return frame.withColumnRenamed(READ_ROW_ID, ROW_ID_COLUMN), bool(splits)
@@ -401,17 +409,21 @@ class ChangeShape:
         dtype = self.schema[name].dataType
         return (F.lit(None) if value is None else value).cast(dtype).alias(name)
 
-    def delete_side(self, op: int, partition_values: Mapping[str, Column], row_id: Column) -> Column:
-        """The old row: its ROW__ID and old partition values (data columns are not needed)."""
+    def delete_side(self, op: int, partition_values: Mapping[str, Column], row_id: Column,
+                    source_dir: Column) -> Column:
+        """The old row: its ROW__ID, old partition values (data columns are not needed) and the
+        directory it was read from."""
         fields = [F.lit(op).cast("tinyint").alias(OP_COLUMN)]
         fields += [self._typed(n, partition_values.get(n)) for n in self.names]
         fields.append(row_id.cast(self.row_id_type).alias(ROW_ID_COLUMN))
+        fields.append(source_dir.cast("string").alias(SOURCE_DIR_COLUMN))
         return F.struct(*fields)
 
     def insert_side(self, op: int, values: Mapping[str, Column]) -> Column:
         fields = [F.lit(op).cast("tinyint").alias(OP_COLUMN)]
         fields += [self._typed(n, values.get(n)) for n in self.names]
         fields.append(F.lit(None).cast(self.row_id_type).alias(ROW_ID_COLUMN))
+        fields.append(F.lit(None).cast("string").alias(SOURCE_DIR_COLUMN))
         return F.struct(*fields)
 
     def rows(self, frame: DataFrame, delete: Column | None, insert: Column | None) -> DataFrame:
@@ -481,7 +493,8 @@ def spark_delete(spark, target: DmlTarget, condition: ExpressionOrColumn | None,
             frame = frame.alias(alias)
         matched = frame if cond is None else _where(inputs, frame, cond, condition)
         parts = {c: F.col(c) for c in resolved.partition_columns}
-        changes = shape.rows(matched, shape.delete_side(DELETE, parts, F.col(ROW_ID_COLUMN)), None)
+        deleted = shape.delete_side(DELETE, parts, F.col(ROW_ID_COLUMN), F.col(SOURCE_DIR_COLUMN))
+        changes = shape.rows(matched, deleted, None)
         return inputs.run(lambda: write_change_rows(spark, changes, plan, shape)) if anything else []
 
     return run_dml(target, "delete", produce, compaction_runner=spark_task_runner(spark))
@@ -505,7 +518,7 @@ def spark_update(spark, target: DmlTarget, condition: ExpressionOrColumn | None,
         new = {n: stored.get(n, old[n]) for n in shape.names}
         parts = {c: frame[c] for c in resolved.partition_columns}
         changes = _analysis(lambda: shape.rows(
-            matched, shape.delete_side(UPDATE_DELETE, parts, frame[ROW_ID_COLUMN]),
+            matched, shape.delete_side(UPDATE_DELETE, parts, frame[ROW_ID_COLUMN], frame[SOURCE_DIR_COLUMN]),
             shape.insert_side(UPDATE_INSERT, new)), "set")
         return inputs.run(lambda: write_change_rows(spark, changes, plan, shape)) if anything else []
 
@@ -577,7 +590,7 @@ def spark_merge(spark, target: DmlTarget, source: DataFrame, condition: Expressi
             is_i = chosen == F.lit(i)
             if clause.action in ("update", "delete"):
                 op = UPDATE_DELETE if clause.action == "update" else DELETE
-                side = shape.delete_side(op, parts, frame[ROW_ID_COLUMN])
+                side = shape.delete_side(op, parts, frame[ROW_ID_COLUMN], frame[SOURCE_DIR_COLUMN])
                 delete_side = F.when(is_i, side) if delete_side is None else delete_side.when(is_i, side)
             if clause.action in ("update", "insert"):
                 values = _clause_values(clause, i, shape, marked, old, alias, inputs, joined)
@@ -585,7 +598,7 @@ def spark_merge(spark, target: DmlTarget, source: DataFrame, condition: Expressi
                 insert_side = F.when(is_i, side) if insert_side is None else insert_side.when(is_i, side)
         if _checks_cardinality(clauses):  # a matched row no clause acts on still counts once
             quiet = state["matched"] & chosen.isNull()
-            side = shape.delete_side(MATCHED_NO_ACTION, parts, frame[ROW_ID_COLUMN])
+            side = shape.delete_side(MATCHED_NO_ACTION, parts, frame[ROW_ID_COLUMN], frame[SOURCE_DIR_COLUMN])
             delete_side = F.when(quiet, side) if delete_side is None else delete_side.when(quiet, side)
         changes = _analysis(lambda: shape.rows(joined, delete_side, insert_side), "merge clauses")
         return inputs.run(lambda: write_change_rows(spark, changes, plan, shape))

@@ -13,7 +13,6 @@ from ..faults import crash_point
 from ..layout.names import ACID_VERSION_FILE, base_dir_name, bucket_file_name
 from ..layout.table_dirs import discover_layout
 from ..orc.writer import InsertFileWriter
-from .rows import partition_path
 from .task import TaskResult, WritePlan
 
 
@@ -60,10 +59,14 @@ class WriteJob:
         if not plan.partition_columns:
             return [] if "" in touched else [""]
         if plan.static_partition:
-            part = partition_path(list(plan.partition_columns), tuple(v for _, v in plan.static_partition))
-            return [] if part in touched else [part]
+            # every directory of the value (Hive's p=01 next to p=1), or the one its rows go to
+            values = tuple(v for _, v in plan.static_partition)
+            return [p for p in plan.directories_of(values) or [plan.partition_dir(values)] if p not in touched]
         if self.dynamic_overwrite:
-            return []
+            # the other directories of each value the overwrite wrote
+            by_dir = {path: values for values, path in plan.partition_dirs}
+            written = {by_dir[p] for p in touched if p in by_dir}
+            return sorted({p for values, p in plan.partition_dirs if values in written} - touched)
         existing = {p for p in txn.committed_data_objects(self.table_id) if p}
         if plan.storage.exists(plan.storage.root):
             for p in discover_layout(plan.storage).partitions:

@@ -12,8 +12,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import InvalidOptionError
-from ..layout.partitions import NAN, Float32Value, java_float_string, partition_segment
+from ..errors import InvalidOptionError, SchemaError
+from ..layout.partitions import NAN, Float32Value, java_float_string, parse_partition_segment, partition_segment
+from ..layout.table_dirs import convert_partition_value
 
 
 def format_partition_value(value) -> str | None:
@@ -132,15 +133,43 @@ def group_rows(batch: pa.RecordBatch, key_columns: list[pa.Array]) -> Iterator[t
 
 
 def _key_value(value, type_: pa.DataType):
-    """A group's key as Spark normalises grouping keys: -0.0 is 0.0 (they compare equal, so
-    the group holds both), NaN is :data:`NAN` (equal to every NaN, so that the directory of
-    an existing NaN partition is found by value); a finite value of a 32-bit float column is
-    a :class:`Float32Value` (it names its partition as ``Float.toString``)."""
+    return partition_key(value, type_)
+
+
+def partition_key(value, type_: pa.DataType):
+    """A partition value of a column of ``type_`` as one key, as Spark normalises grouping
+    keys: -0.0 is 0.0 (they compare equal, so the group holds both), NaN is :data:`NAN` (equal
+    to every NaN, so that the directory of an existing NaN partition is found by value); a
+    finite value of a 32-bit float column is a :class:`Float32Value` rounded to 32 bits (it
+    names its partition as ``Float.toString``, and a directory ``f=1.1`` is the row's 1.1f).
+    Rows, static partition values and existing directories' values all pass through here, so
+    that equal values are equal keys."""
     if isinstance(value, float) and pa.types.is_floating(type_):
         if value == 0:
             return 0.0
         if math.isnan(value):
             return NAN
         if pa.types.is_float32(type_) and math.isfinite(value):
-            return Float32Value(value)
+            return Float32Value(float(np.float32(value)))
     return value
+
+
+def existing_partition_dirs(paths, columns: list[str], types: list[pa.DataType]) -> tuple[tuple[tuple, str], ...]:
+    """(values, path) of each existing partition directory in ``paths`` (relative to the table
+    root, ``col=value/...``), values as :func:`partition_key` makes them, for
+    :attr:`WritePlan.partition_dirs <acid_source.write.task.WritePlan.partition_dirs>`. A path
+    that is not a partition of these columns, or whose value does not parse, is left out."""
+    lowered = [c.lower() for c in columns]
+    found = set()
+    for path in paths:
+        segments = [s for s in str(path).strip("/").split("/") if s]
+        parsed = [p for p in (parse_partition_segment(s) for s in segments) if p is not None]
+        if len(parsed) != len(segments) or len(parsed) != len(columns) or any(
+                p[0].lower() != c for p, c in zip(parsed, lowered)):
+            continue
+        try:
+            values = tuple(partition_key(convert_partition_value(p[1], t), t) for p, t in zip(parsed, types))
+        except SchemaError:
+            continue
+        found.add((values, "/".join(segments)))
+    return tuple(sorted(found, key=lambda pair: pair[1]))

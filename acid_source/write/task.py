@@ -46,17 +46,28 @@ class WritePlan:
     write_id: int = 0
     overwrite: bool = False
     stripe_size: int = DELTA_STRIPE_SIZE
-    #: partition values -> directory of every existing partition: rows go where rows with
-    #: those values already are (a directory ``p=01`` holds value 1; 1 formats as ``p=1``)
+    #: (partition values, directory relative to the root) of every existing partition (values
+    #: as :func:`~acid_source.write.rows.partition_key` makes them): new rows go where rows
+    #: with those values already are (a directory ``p=01`` holds value 1; 1 formats as ``p=1``).
+    #: One value may have several directories (Hive's ``p=01`` next to ``p=1``)
     partition_dirs: tuple[tuple[tuple, str], ...] = ()
 
     def partition_dir(self, values: tuple) -> str:
+        """The directory new rows of ``values`` go to: the one existing directory of the value,
+        and when there are several, the one named as :func:`partition_path` names it (Hive's
+        spelling) if it exists, else the first by name - the same choice on every task and
+        every run. With none, a new directory named the Hive way."""
         if not self.partition_columns:
             return ""
-        for known, path in self.partition_dirs:
-            if known == values:
-                return path
-        return partition_path(list(self.partition_columns), values)
+        named = partition_path(list(self.partition_columns), values)
+        found = self.directories_of(values)
+        if not found or named in found:
+            return named
+        return found[0]
+
+    def directories_of(self, values: tuple) -> list[str]:
+        """Every existing directory of ``values``, sorted by name."""
+        return sorted({path for known, path in self.partition_dirs if known == values})
 
     @property
     def bucketed(self) -> bool:
