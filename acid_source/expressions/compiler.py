@@ -711,6 +711,13 @@ class Compiler:
                 if item.value is None:
                     continue
                 candidate = self._reinterpret(node, item, target, what) if is_string(item.type) else item
+                if what == "compare" and is_floating(candidate.type) and (is_integral(target) or is_decimal(target)):
+                    # Spark compares an integer or decimal with a float or double as doubles
+                    # (ANSI coercion), which rounds bigints beyond 2**53 and long decimals: a
+                    # whole-number double is not the integer it looks like
+                    if target != pa.float64():
+                        target, changed = pa.float64(), True
+                    continue
                 if self._fits(candidate, target) is None:
                     widened = common_type(target, candidate.type)
                     if widened is None:
