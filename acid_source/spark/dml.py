@@ -85,6 +85,7 @@ T = TypeVar("T")
 def to_column(value: Any, argument: str) -> Column:
     """A SQL expression string or a Column, as a Column (parse errors name ``argument``)."""
     if isinstance(value, Column):
+        check_column_bounds(value, argument)
         return value
     if isinstance(value, str):
         if not value.strip():
@@ -114,6 +115,25 @@ def check_bounds(text: str, argument: str) -> None:
     deep = too_deep_at(tokens)
     if deep is not None:
         raise InvalidArgumentError(argument, f"{nesting_problem('expression')} (at {position(text, deep)})")
+
+
+def check_column_bounds(column: Column, argument: str) -> None:
+    """The same nesting bound for a Column, measured on Spark's text of it (each level of the
+    tree is one level of parentheses there): whether Spark's analysis of a deep tree runs out
+    of stack depends on how warm its JVM is, so the bound is what decides, every time. Under
+    Spark Connect a Column has no JVM expression to measure; Spark's own limits apply there."""
+    jcolumn = getattr(column, "_jc", None)
+    if jcolumn is None:
+        return
+    try:
+        text = jcolumn.toString()
+    except Py4JJavaError as exc:
+        if stack_overflow(exc):
+            raise _too_deep_for_spark(argument) from None
+        raise
+    deep = too_deep_at(tokenize(text)[0])
+    if deep is not None:
+        raise InvalidArgumentError(argument, f"{nesting_problem('expression')}: build the Column with fewer levels")
 
 
 def _parse_now(text: str) -> None:
