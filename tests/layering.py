@@ -3,8 +3,9 @@
 It reads imports at module level and inside functions (``import x``, ``from . import y``,
 ``from ..z import w``; relative imports resolved to full module names) and checks:
 
-- ``layers``: ``layout/`` uses only ``errors``, ``storage`` and ``layout/``; ``orc/`` also
-  ``layout/`` and ``orc/``; ``expressions/`` only ``errors`` and ``expressions/`` (third-party:
+- ``layers``: ``layout/`` uses only ``errors``, ``storage``, ``java_numbers`` and ``layout/``;
+  ``orc/`` also ``layout/`` and ``orc/``; ``expressions/`` only ``errors``, ``java_numbers`` and
+  ``expressions/`` (third-party:
   sqlglot and pyarrow). None of them imports pyspark or SQLAlchemy (``layout/`` and ``orc/``
   not sqlglot either).
 - ``spark``: only modules under ``spark/`` import pyspark or a ``spark/`` module.
@@ -36,7 +37,7 @@ from pathlib import Path
 
 EXECUTOR_SIDE = ("scan.reader", "scan.visibility", "scan.splits", "write.task", "write.rows", "orc.**",
                  "layout.**", "dml.events", "maintenance.compaction_tasks", "errors", "storage", "faults",
-                 "settings")
+                 "settings", "java_numbers")
 DRIVER_SIDE = ("metastore.**", "txn", "resolve", "writes", "table", "tables", "heartbeat", "completeness",
                "scan.planner", "maintenance.compactor", "maintenance.initiator", "maintenance.cleaner",
                "dml.execution", "dml.row_conflicts", "commit", "maintenance.auto_compact")
@@ -44,9 +45,9 @@ DRIVER_SIDE_EXTERNAL = ("sqlalchemy", "sqlglot")
 
 # what each low layer may import from its own package (relative names; "x.**" is x and below)
 LAYER_ALLOWED = {
-    "layout": ("errors", "storage", "layout.**"),
-    "orc": ("errors", "storage", "layout.**", "orc.**"),
-    "expressions": ("errors", "expressions.**"),
+    "layout": ("errors", "storage", "java_numbers", "layout.**"),
+    "orc": ("errors", "storage", "java_numbers", "layout.**", "orc.**"),
+    "expressions": ("errors", "java_numbers", "expressions.**"),
 }
 LAYER_FORBIDDEN_EXTERNAL = {
     "layout": ("pyspark", "sqlalchemy", "sqlglot"),

@@ -17,6 +17,7 @@ import struct
 
 import pyarrow as pa
 
+from ..java_numbers import java_float_string
 from . import sqltypes
 from .sqltypes import MAX_DECIMAL_PRECISION, describe, integer_range
 
@@ -289,35 +290,6 @@ def java_double(text: str) -> float:
     raise ValueError(f"{text!r} is not a number")
 
 
-def java_text(value: float, single: bool = False) -> str:
-    """Java's Double.toString (Float.toString if ``single``), as Spark casts a double to string:
-    the shortest digits that read back as ``value``, plain from 0.001 to below 10 million
-    (``100.0``, ``0.001``), else ``1.0E20``, ``1.0E-5``."""
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "Infinity" if value > 0 else "-Infinity"
-    if value == 0:
-        return "-0.0" if math.copysign(1.0, value) < 0 else "0.0"
-    text = repr(value)
-    if single:  # the shortest digits that are the same float
-        text = next(t for t in (f"{value:.{p}e}" for p in range(9))
-                    if struct.unpack("<f", struct.pack("<f", float(t)))[0] == value)
-    sign, digit_tuple, exponent = decimal.Decimal(text).normalize().as_tuple()
-    assert isinstance(exponent, int)  # a finite number
-    digits = "".join(map(str, digit_tuple))
-    point = exponent + len(digits) - 1  # the power of ten of the first digit
-    if -3 <= point < 7:
-        if point >= 0:
-            digits = digits.ljust(point + 1, "0")
-            shown = digits[:point + 1] + "." + (digits[point + 1:] or "0")
-        else:
-            shown = "0." + "0" * (-point - 1) + digits
-    else:
-        shown = digits[0] + "." + (digits[1:] or "0") + "E" + str(point)
-    return ("-" if sign else "") + shown
-
-
 def _to_text(value, source: pa.DataType) -> str:
     if sqltypes.is_string(source):
         return value
@@ -330,7 +302,7 @@ def _to_text(value, source: pa.DataType) -> str:
             return "NaN"
         if math.isinf(value):
             return "Infinity" if value > 0 else "-Infinity"
-        return java_text(float(value), single=source.bit_width == 32)
+        return java_float_string(float(value), single=source.bit_width == 32)
     if sqltypes.is_integral(source):
         return str(value)
     if sqltypes.is_timestamp(source):
