@@ -4,6 +4,7 @@ and partition values. Listing only: what the files hold is the scan's business."
 from __future__ import annotations
 
 import datetime as dt
+import math
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -140,8 +141,8 @@ def infer_partition_type(values: list[str | None]) -> pa.DataType:
             return pa.int64()
     if all_parse(_as_iso_date):
         return pa.date32()
-    if all_parse(float) and all(v.lower() not in ("nan", "inf", "-inf", "infinity") for v in present):
-        return pa.float64()
+    if all_parse(float) and all(math.isfinite(float(v)) for v in present):
+        return pa.float64()  # NaN and the infinities (in any spelling) read as text, every one alike
     return pa.string()
 
 
