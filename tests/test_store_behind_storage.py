@@ -212,13 +212,20 @@ def test_error_pickles(tmp_path):
 
 # --- defect 3: re-creating a forgotten table -------------------------------------------------
 
-def test_create_table_refuses_a_location_with_acid_history(tmp_path, sqlite_url):
+def _dropped_with_history(tmp_path, url) -> str:
+    """A table with an append and a delete, dropped from the store without purge: its
+    directories stay."""
     path = str(tmp_path / "t")
-    create_table(path, SCHEMA, metastore_url=sqlite_url)
-    table = AcidTable.load(path, metastoreUrl=sqlite_url)
+    create_table(path, SCHEMA, metastore_url=url)
+    table = AcidTable.load(path, metastoreUrl=url)
     table.append(_batch([1, 2], "old"))
     table.delete("id = 1")
-    drop_table(path, metastore_url=sqlite_url)
+    drop_table(path, metastore_url=url)
+    return path
+
+
+def test_create_table_refuses_a_location_with_acid_history(tmp_path, sqlite_url):
+    path = _dropped_with_history(tmp_path, sqlite_url)
     before = _files(path)
     with pytest.raises(StoreBehindStorageError) as caught:
         create_table(path, SCHEMA, metastore_url=sqlite_url)
@@ -232,12 +239,7 @@ def test_create_table_refuses_a_location_with_acid_history(tmp_path, sqlite_url)
 
 
 def test_recreate_with_adopt_keeps_deleted_rows_deleted(tmp_path, sqlite_url):
-    path = str(tmp_path / "t")
-    create_table(path, SCHEMA, metastore_url=sqlite_url)
-    table = AcidTable.load(path, metastoreUrl=sqlite_url)
-    table.append(_batch([1, 2], "old"))
-    table.delete("id = 1")
-    drop_table(path, metastore_url=sqlite_url)
+    path = _dropped_with_history(tmp_path, sqlite_url)
     create_table(path, SCHEMA, adopt=True, metastore_url=sqlite_url)
     AcidTable.load(path, metastoreUrl=sqlite_url).append(_batch([3], "new"))
     assert _rows(path, sqlite_url) == [(2, "old"), (3, "new")]  # row 1 stays deleted

@@ -18,7 +18,7 @@ from ..scan.reader import evaluation_error, read_split
 from ..scan.resolved import ResolvedTable
 from ..scan.splits import ROW_ID_COLUMN as READ_ROW_ID
 from ..write.task import TaskResult
-from .assignments import target_assignments
+from .assignments import storable, target_assignments
 from .events import (
     DELETE,
     OP_COLUMN,
@@ -94,9 +94,8 @@ def _matching(batch: pa.RecordBatch, cond) -> pa.RecordBatch:
 
 
 def _check_castable(source: pa.DataType, target: pa.Field, argument: str) -> None:
-    """Spark SQL's rule for storing a value in a column (an implicit cast on assignment):
-    numbers, booleans and strings convert among themselves, dates and timestamps among
-    themselves and to or from strings; nested types only to the same type."""
+    """Spark SQL's rule for storing a value in a column (:func:`.assignments.storable`, the
+    rule the Spark path keeps too); nested types only to the same type."""
     if pa.types.is_null(source) or source == target.type:
         return
     if not (_castable(source, target.type)):
@@ -119,12 +118,7 @@ def _kind(t: pa.DataType) -> str:
 
 
 def _castable(source: pa.DataType, target: pa.DataType) -> bool:
-    a, b = _kind(source), _kind(target)
-    if "nested" in (a, b):
-        return False
-    if a == "string" or b == "string" or a == b:
-        return True
-    return {a, b} == {"number", "boolean"}
+    return storable(_kind(source), _kind(target))
 
 
 def _updated(rows: pa.RecordBatch, values: dict, schema: pa.Schema) -> pa.RecordBatch:
