@@ -212,7 +212,7 @@ def _with(batch: pa.RecordBatch, keys: list[pa.Array]) -> pa.RecordBatch:
 def with_source_dir(batch: pa.RecordBatch, directory: str) -> pa.RecordBatch:
     """``batch`` of change rows read from one partition ``directory`` (relative to the table
     root), saying so (:data:`SOURCE_DIR_COLUMN`)."""
-    column = pa.array([directory.strip("/")] * batch.num_rows, pa.string())
+    column = pa.repeat(pa.scalar(directory.strip("/"), pa.string()), batch.num_rows)  # no Python list a row
     return pa.RecordBatch.from_arrays(list(batch.columns) + [column],
                                       names=list(batch.schema.names) + [SOURCE_DIR_COLUMN])
 
