@@ -47,6 +47,22 @@ if [ "$(basename "$0")" = "run-tests" ] && ! compgen -G "/usr/lib/postgresql/*/b
   fi
 fi
 
+# Hive 4.1 for the Hive Metastore tests (tests/servers/hive_metastore.py) and the Hive 4 interop
+# tests: scripts/fetch-hive4 fetches it from Maven Central once (needs Maven, installed here as
+# root like PostgreSQL) and does nothing afterwards. The test command only.
+if [ "$(basename "$0")" = "run-tests" ]; then
+  if ! command -v mvn >/dev/null 2>&1 && [ ! -f "${ACIDORC_HIVE4_HOME:-$ROOT/.cache/hive4}/.fetched" ]; then
+    if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
+      echo "==> installing Maven (apt-get install maven) to fetch Hive 4 for the Hive Metastore tests"
+      { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq maven; } >/dev/null \
+        || die "could not install Maven with apt-get; scripts/fetch-hive4 needs it to fetch Hive 4"
+    else
+      die "Maven is required to fetch Hive 4 for the Hive Metastore tests (scripts/fetch-hive4): apt-get install maven"
+    fi
+  fi
+  "$ROOT/scripts/fetch-hive4" || die "could not fetch Hive 4 (scripts/fetch-hive4, above); the Hive Metastore tests need it"
+fi
+
 export PYSPARK_PYTHON="$VENV/bin/python"
 export PYSPARK_DRIVER_PYTHON="$VENV/bin/python"
 PY="$VENV/bin/python"

@@ -61,6 +61,7 @@ def spark(tmp_path_factory):
 
 
 # Real servers on loopback, started on first use (tests/servers/).
+from servers.hive_metastore import hive_metastore, hive_metastore_short_timeout  # noqa: E402,F401
 from servers.postgres import pg_store_url, postgres_server, store_backend, store_url  # noqa: E402,F401
 from servers.s3 import s3_bucket, s3_server, s3_shared_bucket, s3_table_url  # noqa: E402,F401
 from servers.spark_cluster import spark_cluster  # noqa: E402,F401
