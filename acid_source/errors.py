@@ -225,6 +225,23 @@ class MetastoreNotFoundError(MetastoreError):
     it would treat every write id on disk as committed)."""
 
 
+class MetastoreUnreachableError(MetastoreError):
+    """No Hive Metastore named by the store URL answered (every URI was tried). Nothing was
+    committed by the call that raised it; ``url`` names the URIs."""
+
+
+class LockTimeoutError(MetastoreError):
+    """A Hive Metastore lock was not granted in time: another transaction holds a lock that
+    conflicts (Hive's ``DbTxnManager`` rules). The transaction was aborted and nothing it wrote
+    is visible; ``table`` names the table, ``url`` the metastore, ``blocker`` what the metastore
+    reported as waiting on, when it said."""
+
+    def __init__(self, message: str, *, table: str | None = None, url: str | None = None,
+                 blocker: str | None = None):
+        self.table, self.blocker = table, blocker
+        super().__init__(message, url=url)
+
+
 class VersionNotFoundError(AcidError, LookupError):
     """A table version asked for (time travel) does not exist: the write id is not committed,
     or the time is before the table's first commit.

@@ -117,11 +117,11 @@ def spawn_heartbeat_process(url: str, txn_id: int, *, watch_pid: int | None = No
 
 
 def _main(argv: list[str]) -> int:
-    from .metastore import Metastore
+    from .metastore import connect
 
     txn_id, watch_pid, interval = int(argv[0]), int(argv[1]), float(argv[2])
     url = sys.stdin.read()
-    metastore = Metastore(url)
+    metastore = connect(url)
     poll = min(1.0, interval)
     next_beat = time.monotonic() + interval
     while _alive(watch_pid):

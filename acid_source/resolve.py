@@ -31,7 +31,7 @@ from .layout.table_dirs import (
     has_acid_layout,
 )
 from .layout.writeids import ValidTxnList, ValidWriteIdList
-from .metastore import Metastore
+from .metastore import Metastore, connect
 from .metastore.engine import check_shareable, named_url, sqlite_store_missing
 from .metastore.tableinfo import TableInfo
 from .options import ReadSpec
@@ -48,7 +48,7 @@ def open_store(url: str | None) -> Metastore | None:
     named = named_url(url)
     if named is not None:
         check_shareable(named)
-        return Metastore.existing(named)
+        return connect(named, existing=True)
     if sqlite_store_missing(None):
         return None
     return Metastore(None)
@@ -112,7 +112,7 @@ def _store_snapshot(store, info, snapshot: SnapshotSpec) -> tuple[ValidWriteIdLi
         write_ids, txns = store.snapshot_as_of(info.table_id, version)
     else:
         write_ids, txns = store.snapshot(info.table_id)
-        version = _latest_version(store, info.table_id)
+        version = _latest_version(store, info.table_id, write_ids)
     if snapshot.write_ids is not None:
         write_ids = _narrowed(snapshot.write_ids, write_ids)
         version = None
@@ -140,9 +140,12 @@ def _resolve_unregistered(store, location: str, storage_options: tuple, snapshot
     return ResolvedTable(storage, location, layout, write_ids, txns, kind, None, None)
 
 
-def _latest_version(store, table_id: int) -> int:
+def _latest_version(store, table_id: int, write_ids: ValidWriteIdList) -> int:
     """The newest committed write id (0: none yet). Compactions are history entries without
-    a write id: they change files, not the table's version."""
+    a write id: they change files, not the table's version. A store without a history (a Hive
+    Metastore) says it from the snapshot."""
+    if not getattr(store, "keeps_history", True):
+        return store.latest_version(table_id, write_ids)
     for limit in (4, None):
         entries = store.history(table_id, limit=limit)
         for entry in entries:

@@ -12,7 +12,7 @@ from .layout.ids_on_storage import ids_on_storage
 from .layout.names import parse_dir_name
 from .layout.table_dirs import INSERT_ONLY, TableLayout, discover_layout, has_acid_layout
 from .layout.writeids import ValidTxnList, ValidWriteIdList
-from .metastore import Metastore
+from .metastore import Metastore, connect
 from .metastore.catalog import AdoptedHistory
 from .metastore.tableinfo import TableInfo, normalize_location
 from .scan.discovery import detect_table_kind
@@ -82,7 +82,7 @@ def create_table(location: str | os.PathLike, schema, *, name: str | None = None
         if not isinstance(value, bool):
             raise InvalidArgumentError(argument, f"expected True or False, got {value!r}")
     storage = Storage(location, option_pairs(storage_options))
-    with Metastore(metastore_url) as metastore:
+    with connect(metastore_url) as metastore:
         existing = metastore.find_table(location)
         wrote_marker, root_existed, adopted = False, True, None
         if existing is None or if_not_exists:  # else the store refuses it: leave storage alone
@@ -199,7 +199,7 @@ def drop_table(location_or_name: str | os.PathLike, *, purge: bool = False, if_e
             raise InvalidArgumentError(argument, f"expected True or False, got {value!r}")
     options = option_pairs(storage_options)
     by_location = isinstance(location_or_name, os.PathLike) or _looks_like_location(key)
-    with Metastore(metastore_url) as metastore:
+    with connect(metastore_url) as metastore:
         if purge:  # can storage be reached at all? Before anything changes in the store
             found = metastore.find_table(key) if by_location else _find_by_name(metastore, key, if_exists)
             if found is not None:

@@ -62,16 +62,16 @@ class TransactionRef:
     has_secret: bool = False
 
     def metastore(self) -> "Metastore":
-        from .metastore import Metastore
+        from .metastore import connect
 
         if not self.has_secret:
-            return Metastore(self.url)
+            return connect(self.url)
         env = settings.METASTORE_URL.get()
-        if env and Metastore(env).url == self.url:
-            return Metastore(env)
+        if env and connect(env).url == self.url:
+            return connect(env)
         path = _credentials_file(self.url, self.txn_id)
         try:
-            return Metastore(json.loads(path.read_text())["url"])
+            return connect(json.loads(path.read_text())["url"])
         except (OSError, ValueError, KeyError):
             raise MetastoreError(
                 f"cannot finish transaction {self.txn_id}: the password of {self.url} is not available "
@@ -130,7 +130,8 @@ class Transaction:
         return TransactionRef(self.txn_id, self.metastore.url, has_secret)
 
     # --- write ids -------------------------------------------------------------------------
-    def allocate_write_id(self, table_id: int, storage: Storage, *, listed: "TableLayout | None" = None) -> int:
+    def allocate_write_id(self, table_id: int, storage: Storage, *, listed: "TableLayout | None" = None,
+                          operation: str | None = None) -> int:
         """The transaction's write id on a table (the same one on every call); ``storage`` is
         where its files go, so an abort can remove them.
 
@@ -147,7 +148,7 @@ class Transaction:
         if known is not None and known[1] is not None:
             return known[1]  # allocated (and checked) already
         on_storage = list_ids_on_storage(storage) if listed is None else ids_on_storage(listed)
-        write_id = self.metastore.allocate_write_id(self.txn_id, table_id, on_storage=on_storage)
+        write_id = self.metastore.allocate_write_id(self.txn_id, table_id, on_storage=on_storage, operation=operation)
         self._written.setdefault(table_id, (storage, write_id, set()))
         return write_id
 

@@ -11,7 +11,7 @@ from .errors import InvalidOptionError, NotAnAcidTableError, SchemaError, TableN
 from .layout.names import is_hidden, parse_dir_name
 from .layout.partitions import parse_partition_segment
 from .layout.table_dirs import convert_partition_value, discover_layout, infer_partition_type
-from .metastore import Metastore
+from .metastore import Metastore, connect
 from .metastore.engine import check_shareable
 from .metastore.tableinfo import TableInfo
 from .options import WriteSpec
@@ -37,7 +37,7 @@ def stage_write(spec: WriteSpec, *, overwrite: bool, data_schema: pa.Schema | No
         check_shareable(spec.metastore_url)
     if data_schema is not None:
         check_unique_columns(data_schema)
-    metastore = Metastore(spec.metastore_url)
+    metastore = connect(spec.metastore_url)
     storage = Storage(spec.path, spec.storage_options)
     table = metastore.find_table(spec.path)
     if table is None:
@@ -74,7 +74,8 @@ def stage_write(spec: WriteSpec, *, overwrite: bool, data_schema: pa.Schema | No
     txn = Transaction.begin(metastore, description=f"{'overwrite' if overwrite else 'append'} {table.location}",
                             heartbeat=heartbeat)
     try:
-        write_id = txn.allocate_write_id(table.table_id, storage)
+        write_id = txn.allocate_write_id(table.table_id, storage,
+                                         operation="insert_overwrite" if overwrite else "insert")
         partition_dirs = _existing_partition_dirs(txn, table, storage)
     except BaseException as exc:
         txn.abort(f"could not start the write: {exc}")

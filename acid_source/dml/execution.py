@@ -74,7 +74,7 @@ def run_dml(target: DmlTarget, operation: str, produce: Producer, *,
                                  storage_options=target.storage_options)
         # the snapshot's listing, taken before the allocation: the store refuses a write id
         # whose directories are there already (a store behind the storage)
-        write_id = txn.allocate_write_id(info.table_id, resolved.storage, listed=resolved.layout)
+        write_id = txn.allocate_write_id(info.table_id, resolved.storage, listed=resolved.layout, operation=operation)
         plan = ChangePlan(plan_for_table(info, resolved.storage, write_id, partition_dirs=_partition_dirs(resolved)),
                           merge_condition=merge_condition, repeated_deletes=repeated_deletes)
         results = produce(resolved, plan)

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from ..faults import crash_point
 from ..layout.ids_on_storage import list_ids_on_storage
-from ..metastore import Metastore
+from ..metastore import connect
 from ..storage import Storage
 from ..write.cleanup import remove_empty_parents, write_id_dirs
 
@@ -35,7 +35,7 @@ def clean_aborted_writes(location: str, *, metastore_url: str | None = None,
     ``dry_run`` reports without changing
     anything (it does not abort either).
     """
-    metastore = Metastore.existing(metastore_url)
+    metastore = connect(metastore_url, existing=True)
     table = metastore.get_table(location)
     storage = Storage(table.location, tuple(sorted((storage_options or {}).items())))
     # A store restored from an older copy calls the write ids that were open then aborted

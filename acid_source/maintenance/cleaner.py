@@ -74,7 +74,7 @@ from ..layout.acid_state import AcidState, get_acid_state
 from ..layout.ids_on_storage import ids_on_storage
 from ..layout.names import parse_dir_name
 from ..layout.table_dirs import REMOVING_MARKER, discover_layout
-from ..metastore import Metastore
+from ..metastore import Metastore, connect
 from ..metastore.leases import CleanerView
 from ..settings import VACUUM_AFTER_COMPACTION, VACUUM_RETENTION_SECONDS, parse_seconds
 from ..storage import FileEntry, Storage, option_pairs
@@ -124,7 +124,7 @@ def vacuum(location: str | os.PathLike, *, dry_run: bool = False, metastore_url:
     dry_run = _flag(dry_run, "dry_run")
     retention = default_retention_seconds() if retention_seconds is None else \
         _seconds(retention_seconds, "retention_seconds")
-    store = metastore if metastore is not None else Metastore.existing(metastore_url)
+    store = metastore if metastore is not None else connect(metastore_url, existing=True)
     info = store.get_table(location)  # TableNotRegisteredError for a table the store does not know
     # Drivers silent that long are dead (the view below ignores them already); aborting them
     # lets their directories go - a dead compactor's _vT outputs have no write id to clean by.

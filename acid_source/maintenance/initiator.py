@@ -20,7 +20,7 @@ from typing import Any, Callable
 from ..errors import ConflictError, InvalidOptionError, TableNotRegisteredError
 from ..layout.partitions import parse_partition_segment
 from ..layout.table_dirs import FULL_ACID, INSERT_ONLY, PartitionDir, TableLayout, discover_layout
-from ..metastore import Metastore
+from ..metastore import Metastore, is_store
 from ..metastore.tableinfo import TABLE_NAME, TableInfo
 from ..scan.resolved import ResolvedTable
 from ..storage import Storage
@@ -178,8 +178,8 @@ def _compact(store: Metastore, info: TableInfo, kind: str, batch: list[tuple[Dat
 
 def open_metastore(metastore_url: str | Metastore | None) -> Metastore | None:
     """The store a URL names (an open one as is); None when none exists yet."""
-    if isinstance(metastore_url, Metastore):
-        return metastore_url
+    if is_store(metastore_url) or isinstance(metastore_url, Metastore):  # an open store, of either kind
+        return metastore_url  # type: ignore[return-value]
     from ..resolve import open_store
 
     return open_store(metastore_url)

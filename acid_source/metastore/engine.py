@@ -63,7 +63,7 @@ def url_for_workers(url: str | None) -> str | None:
     "no store" too). A named store is handed on even when it is missing, so workers refuse it."""
     named = named_url(url)
     if named is not None:
-        if url is None and parse_url(named).password is not None:
+        if url is None and not _is_thrift(named) and parse_url(named).password is not None:
             return None
         return os.fspath(named) if isinstance(named, os.PathLike) else named
     if sqlite_store_missing(None) or parse_url(None).password is not None:
@@ -75,10 +75,18 @@ def sqlite_store_missing(url: str | os.PathLike | None) -> bool:
     """True when ``url`` names a SQLite file that does not exist yet: such a store knows no
     tables, and a reader need not create it just to find that out."""
     text = settings.METASTORE_URL.get() if url is None else url
+    if _is_thrift(text):
+        return False
     if url is None and not text:
         return not (Path(os.path.expanduser("~")) / ".acidorc" / "metastore.db").exists()
     path = sqlite_file(parse_url(text))
     return path is not None and not Path(path).exists()
+
+
+def _is_thrift(url: object) -> bool:
+    from .hive.connection import is_thrift_url
+
+    return is_thrift_url(url)
 
 
 def parse_url(url: str | os.PathLike | None) -> URL:
@@ -109,6 +117,8 @@ def check_shareable(url: str | os.PathLike | None) -> None:
     An in-memory SQLite database lives and dies with one process: a table written through it
     would look unregistered to every other reader, which would then treat all of its files,
     uncommitted ones included, as committed. URLs given as read or write options must pass."""
+    if _is_thrift(url):
+        return  # a Hive Metastore serves every process
     parsed = parse_url(url)
     if is_sqlite(parsed) and is_memory(parsed):
         shown = display_url(parsed)

@@ -112,7 +112,8 @@ class TransactionsMixin(StoreBase):
 
         return self._run(op, write=True, what="open a transaction")
 
-    def allocate_write_id(self, txn_id: int, table_id: int, *, on_storage: "IdsOnStorage | None" = None) -> int:
+    def allocate_write_id(self, txn_id: int, table_id: int, *, on_storage: "IdsOnStorage | None" = None,
+                          operation: str | None = None) -> int:
         """The write id of ``txn_id`` on the table: the next one (1, 2, 3, ...) on the first
         call, the same one on later calls. Counts as a heartbeat.
 
@@ -120,7 +121,9 @@ class TransactionsMixin(StoreBase):
         write id above the table's high-water mark (or a ``_vT`` above the highest transaction
         id), this store never handed it out: the first call raises
         :class:`StoreBehindStorageError` and allocates nothing (no aborted write id is left for
-        the clean-up of aborted writes to remove the directories of)."""
+        the clean-up of aborted writes to remove the directories of). ``operation`` (what the
+        transaction will commit) matters to stores that lock, such as a Hive Metastore; this
+        one decides conflicts at commit."""
         txn_id = as_id(txn_id, "txn_id")
         table_id = as_id(table_id, "table_id")
 
