@@ -2,7 +2,8 @@
 
 The URL is Hive's ``hive.metastore.uris`` form: ``thrift://h1:9083`` or, for a highly available
 deployment, ``thrift://h1:9083,thrift://h2:9083`` (``thrift://h1:9083,h2:9083`` too). Settings
-ride as a query string: ``?timeout=30`` (seconds per call). A call that loses its connection is
+ride as a query string: ``?timeout=30`` (seconds per call), ``?lockTimeout=600`` (seconds a write
+waits for a Hive lock; 300 by default). A call that loses its connection is
 sent again, once, on the next URI: every call acidorc makes is safe to repeat (Hive's
 ``allocate_table_write_ids`` returns the write id it already gave the transaction, a commit of
 a committed transaction succeeds, an abort of an aborted one is reported as aborted).
@@ -25,6 +26,8 @@ from ...errors import InvalidOptionError, MetastoreUnreachableError
 SCHEME = "thrift"
 DEFAULT_PORT = 9083
 DEFAULT_TIMEOUT = 60.0
+DEFAULT_LOCK_TIMEOUT = 300.0
+_SETTINGS = {"timeout": "timeout", "lockTimeout": "lock_timeout"}
 
 
 def is_thrift_url(url: object) -> bool:
@@ -38,6 +41,7 @@ class MetastoreAddress:
 
     uris: tuple[tuple[str, int], ...]
     timeout: float = DEFAULT_TIMEOUT
+    lock_timeout: float = DEFAULT_LOCK_TIMEOUT
 
     @classmethod
     def parse(cls, url: str) -> "MetastoreAddress":
@@ -60,22 +64,26 @@ class MetastoreAddress:
             uris.append((split.hostname, port))
         if not uris:
             raise InvalidOptionError("metastoreUrl", f"{url!r} names no metastore host")
-        timeout = DEFAULT_TIMEOUT
+        settings = {"timeout": DEFAULT_TIMEOUT, "lock_timeout": DEFAULT_LOCK_TIMEOUT}
         for key, value in parse_qsl(query, keep_blank_values=True):
-            if key != "timeout":
-                raise InvalidOptionError("metastoreUrl", f"{url!r}: unknown setting {key!r} (known: timeout)")
+            if key not in _SETTINGS:
+                raise InvalidOptionError("metastoreUrl", f"{url!r}: unknown setting {key!r} "
+                                                         f"(known: {', '.join(_SETTINGS)})")
             try:
-                timeout = float(value)
+                seconds = float(value)
             except ValueError:
-                timeout = -1.0
-            if not timeout > 0:
-                raise InvalidOptionError("metastoreUrl", f"{url!r}: timeout must be a positive number of "
+                seconds = -1.0
+            if not 0 < seconds < float("inf"):
+                raise InvalidOptionError("metastoreUrl", f"{url!r}: {key} must be a positive number of "
                                                          f"seconds, got {value!r}")
-        return cls(tuple(uris), timeout)
+            settings[_SETTINGS[key]] = seconds
+        return cls(tuple(uris), **settings)
 
     def __str__(self) -> str:
         text = ",".join(f"{SCHEME}://{h}:{p}" for h, p in self.uris)
-        return text if self.timeout == DEFAULT_TIMEOUT else f"{text}?timeout={self.timeout:g}"
+        query = [f"{k}={getattr(self, a):g}" for k, a in _SETTINGS.items()
+                 if getattr(self, a) != {"timeout": DEFAULT_TIMEOUT, "lock_timeout": DEFAULT_LOCK_TIMEOUT}[a]]
+        return f"{text}?{'&'.join(query)}" if query else text
 
 
 def buffered_transport(socket: Any) -> Any:

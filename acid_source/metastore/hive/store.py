@@ -84,8 +84,8 @@ class HiveMetastore:
     """Tables, transactions and write ids in a Hive Metastore (``thrift://host:9083``; several
     URIs separated by commas for a highly available deployment).
 
-    ``lock_timeout``: how long a write waits for a Hive lock before
-    :class:`~acid_source.errors.LockTimeoutError`. ``transport``: how bytes reach the server
+    ``lock_timeout`` (also ``?lockTimeout=`` in the URL): how long a write waits for a Hive
+    lock before :class:`~acid_source.errors.LockTimeoutError`. ``transport``: how bytes reach the server
     (see :mod:`.connection`; the place for SASL). The object holds no live connection until
     first used and drops it when pickled.
 
@@ -100,13 +100,13 @@ class HiveMetastore:
     row_level_conflicts = False
 
     def __init__(self, url: str, *, clock: Callable[[], float] = time.time, create: bool = True,
-                 lock_timeout: float = 300.0, transport: Callable[[Any], Any] = buffered_transport,
+                 lock_timeout: float | None = None, transport: Callable[[Any], Any] = buffered_transport,
                  **_ignored: Any):
         self._address = MetastoreAddress.parse(str(url))
         self._connection = Connection(self._address, transport)
         self.clock = clock
         self.create = bool(create)
-        self.lock_timeout = float(lock_timeout)
+        self.lock_timeout = float(lock_timeout if lock_timeout is not None else self._address.lock_timeout)
         self._names: dict[int, str] = {}  # table id -> db.table, for every table seen
         self._locations: dict[str, str] = {}  # location -> db.table
         self._write_ids: dict[tuple[int, int], int] = {}  # (txn, table id) -> write id handed out here
@@ -652,9 +652,21 @@ class HiveMetastore:
         return 0
 
     def cleaner_view(self, table_id: int, *, retention_seconds: float, txn_timeout_seconds: float) -> Any:
-        raise UnsupportedOperationError(
-            "vacuum", f"with the Hive Metastore at {self.url}, obsolete directories of "
-            f"{self._name_of(table_id)} are removed by Hive's cleaner, which knows every reader's transaction")
+        """The cleaner's view, from the HMS: every reader of Hive's (and acidorc's, by its
+        lease) holds an open transaction, and the HMS does not say which snapshot an open one
+        reads. So while any transaction is open, the floor is the empty snapshot (nothing is
+        obsolete under it: only aborted directories go); once none is, the floor is the latest
+        snapshot. Hive's own cleaner waits the same way, on the lowest open transaction."""
+        from ..leases import CleanerView
+
+        write_ids, txns = self.snapshot(table_id)
+        latest = (write_ids, txns)
+        floor = latest
+        if txns.open_ids:
+            floor = (ValidWriteIdList(high_watermark=0, table_name=write_ids.table_name), ValidTxnList(high_watermark=0))
+        return CleanerView(now=self.clock(), latest=latest, floor=floor, leases=(),
+                           aborted_write_ids=frozenset(write_ids.aborted_ids),
+                           aborted_txn_ids=frozenset(txns.aborted_ids))
 
 
 _LOCK_NAMES = {SHARED_READ: "shared-read", SHARED_WRITE: "shared-write", EXCLUSIVE: "exclusive"}

@@ -1,0 +1,182 @@
+"""acidorc's transaction store on a real Hive 4.1 metastore (tests/servers/hive_metastore.py):
+tables by name, Hive's snapshot strings, and the typed errors of an unreachable metastore, a
+table that is not transactional, a lock that is not granted and a transaction the metastore
+aborted. (Hive 4's own reader and writer on the same tables: tests/interop/test_hive4_through_hms.py.)"""
+
+from __future__ import annotations
+
+import os
+import uuid
+
+import pyarrow as pa
+import pytest
+from pymetastore.hive_metastore import ttypes as tt
+from servers.hive_metastore import wait_for
+from servers.ports import free_ports
+
+from acid_source import (
+    AcidTable,
+    LockTimeoutError,
+    MetastoreUnreachableError,
+    NotAnAcidTableError,
+    TransactionStateError,
+    UnsupportedOperationError,
+    create_table,
+)
+from acid_source.metastore import connect
+from acid_source.metastore.hive import HiveMetastore
+from acid_source.storage import Storage
+from acid_source.txn import Transaction
+
+pytestmark = pytest.mark.hms
+
+SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string()), ("day", pa.string())])
+
+
+def _database(server, name: str) -> str:
+    with server.client() as client:
+        try:
+            client.create_database(tt.Database(name=name, locationUri=f"file:{server.warehouse}/{name}.db",
+                                               parameters={}))
+        except tt.AlreadyExistsException:
+            pass
+    return name
+
+
+@pytest.fixture
+def table(hive_metastore, tmp_path):
+    """A new partitioned table in the HMS: (uri, name, location)."""
+    db = _database(hive_metastore, "acidorc_store")
+    name = f"{db}.t_{uuid.uuid4().hex[:8]}"
+    location = str(tmp_path / "t")
+    create_table(location, SCHEMA, name=name, partition_columns=["day"], metastore_url=hive_metastore.uri)
+    return hive_metastore.uri, name, location
+
+
+def rows(t: AcidTable) -> list[tuple]:
+    return sorted(tuple(r.values()) for r in t.scan().toArrow().to_pylist())
+
+
+def test_tables_writes_and_partitions_live_in_the_hms(table, hive_metastore):
+    uri, name, location = table
+    t = AcidTable.load(name, metastoreUrl=uri)
+    t.append(pa.table({"id": [1, 2, 3], "v": ["a", "b", "c"], "day": ["d1", "d1", "d2"]}))
+    t.delete("id = 2")
+    t.update("id = 3", {"v": "'C'"})
+    assert rows(t) == [(1, "a", "d1"), (3, "C", "d2")]
+    db, tbl = name.split(".")
+    with hive_metastore.client() as client:
+        assert sorted(client.get_partition_names(db, tbl, -1)) == ["day=d1", "day=d2"]
+        table = client.get_table_req(tt.GetTableRequest(dbName=db, tblName=tbl)).table
+    assert table.parameters["transactional"] == "true" and table.sd.location == f"file:{location}"
+    store = HiveMetastore(uri)
+    info = store.get_table(name=name)
+    assert (info.location, info.partition_columns, info.schema) == (location, ("day",), SCHEMA)
+    assert store.find_table(location) == info  # by location too
+    # three commits, write ids 1..3, nothing open or aborted: Hive's string, exactly
+    assert str(store.snapshot(info.table_id)[0]) == f"{name}:3:9223372036854775807::"
+
+
+def test_an_aborted_write_is_hidden_by_the_hms_snapshot(table):
+    uri, name, location = table
+    t = AcidTable.load(name, metastoreUrl=uri)
+    t.append(pa.table({"id": [1], "v": ["a"], "day": ["d1"]}))
+    store = connect(uri)
+    info = store.get_table(name=name)
+    storage = Storage(location)
+    with pytest.raises(RuntimeError, match="writer died"):
+        with Transaction.begin(store, heartbeat="none") as txn:
+            txn.allocate_write_id(info.table_id, storage, operation="insert")
+            raise RuntimeError("writer died")
+    write_ids, txns = store.snapshot(info.table_id)
+    assert str(write_ids) == f"{name}:2:9223372036854775807::2"
+    assert txns.is_valid(txn.txn_id) is False
+    assert rows(t) == [(1, "a", "d1")]
+
+
+def test_an_unreachable_metastore_is_a_typed_error_naming_it():
+    (port,) = free_ports(1)
+    url = f"thrift://127.0.0.1:{port}"
+    with pytest.raises(MetastoreUnreachableError, match=f"127.0.0.1:{port}") as caught:
+        AcidTable.load("db.t", metastoreUrl=url)
+    assert caught.value.url == url
+
+
+def test_a_table_that_is_not_transactional_is_refused_by_name(hive_metastore, tmp_path):
+    db = _database(hive_metastore, "acidorc_store")
+    sd = tt.StorageDescriptor(cols=[tt.FieldSchema(name="id", type="bigint")], location=f"file:{tmp_path}/plain",
+                              inputFormat="org.apache.hadoop.hive.ql.io.orc.OrcInputFormat",
+                              outputFormat="org.apache.hadoop.hive.ql.io.orc.OrcOutputFormat",
+                              serdeInfo=tt.SerDeInfo(serializationLib="org.apache.hadoop.hive.ql.io.orc.OrcSerde",
+                                                     parameters={}),
+                              bucketCols=[], sortCols=[], parameters={}, numBuckets=-1)
+    with hive_metastore.client() as client:
+        client.create_table(tt.Table(tableName="plain", dbName=db, sd=sd, partitionKeys=[], parameters={},
+                                     tableType="EXTERNAL_TABLE"))
+    with pytest.raises(NotAnAcidTableError, match=f"{db}.plain as a table that is not transactional") as caught:
+        AcidTable.load(f"{db}.plain", metastoreUrl=hive_metastore.uri)
+    assert hive_metastore.uri in str(caught.value)
+
+
+def test_a_lock_that_is_not_granted_times_out_and_writes_nothing(table, hive_metastore):
+    uri, name, location = table
+    db, tbl = name.split(".")
+    with hive_metastore.client() as client:
+        holder = client.open_txns(tt.OpenTxnRequest(num_txns=1, user="hive", hostname="h")).txn_ids[0]
+        lock = tt.LockComponent(type=tt.LockType.EXCLUSIVE, level=tt.LockLevel.TABLE, dbname=db, tablename=tbl,
+                                operationType=tt.DataOperationType.INSERT, isTransactional=True)
+        granted = client.lock(tt.LockRequest(component=[lock], txnid=holder, user="hive", hostname="h"))
+        assert granted.state == tt.LockState.ACQUIRED
+        try:
+            t = AcidTable.load(name, metastoreUrl=f"{uri}?lockTimeout=0.5")
+            with pytest.raises(LockTimeoutError, match=f"insert on {name}: .* shared-read lock within 0.5s") as caught:
+                t.append(pa.table({"id": [1], "v": ["a"], "day": ["d1"]}))
+            assert caught.value.table == name and uri in caught.value.url
+        finally:
+            client.abort_txn(tt.AbortTxnRequest(txnid=holder))
+    assert not os.path.exists(location) or not any(e.startswith("day=") for e in os.listdir(location))
+    store = HiveMetastore(uri)
+    assert store.snapshot(store.get_table(name=name).table_id)[0].high_watermark == 0  # no write id allocated
+    assert rows(AcidTable.load(name, metastoreUrl=uri)) == []
+
+
+def test_a_transaction_the_metastore_aborted_fails_its_commit_and_leaves_nothing(hive_metastore_short_timeout,
+                                                                                  tmp_path):
+    server = hive_metastore_short_timeout
+    db = _database(server, "acidorc_store")
+    name = f"{db}.silent_{uuid.uuid4().hex[:8]}"
+    location = str(tmp_path / "t")
+    create_table(location, SCHEMA, name=name, partition_columns=["day"], metastore_url=server.uri)
+    store = connect(server.uri)
+    info = store.get_table(name=name)
+    storage = Storage(location)
+    with pytest.raises(TransactionStateError, match=f"{server.uri}.*hive.txn.timeout") as caught:
+        with Transaction.begin(store, heartbeat="none") as txn:
+            write_id = txn.allocate_write_id(info.table_id, storage, operation="insert")
+            directory = f"{location}/day=d1/delta_{write_id:07d}_{write_id:07d}_0000"
+            os.makedirs(directory)
+            txn.record_written(info.table_id, [directory])
+            wait_for(lambda: store.txn_state(txn.txn_id) == "aborted", timeout=server.txn_timeout_seconds + 30,
+                     what=f"the metastore aborting silent transaction {txn.txn_id}")
+            txn.set_commit("insert", {info.table_id: ["day=d1"]})
+    assert caught.value.txn_id == txn.txn_id
+    assert not os.path.exists(directory)
+    assert rows(AcidTable.load(name, metastoreUrl=server.uri)) == []
+
+
+def test_what_the_hms_does_not_keep_is_refused_by_name(table):
+    uri, name, _ = table
+    t = AcidTable.load(name, metastoreUrl=uri)
+    t.append(pa.table({"id": [1], "v": ["a"], "day": ["d1"]}))
+    with pytest.raises(UnsupportedOperationError, match=f"keeps no commit history of {name}"):
+        t.history()
+    with pytest.raises(UnsupportedOperationError, match="time travel"):
+        t.scan(versionAsOf=1).toArrow()
+
+
+@pytest.mark.spark
+def test_spark_reads_a_table_by_name_through_the_hms(table, spark):
+    uri, name, _ = table
+    AcidTable.load(name, metastoreUrl=uri).append(pa.table({"id": [1, 2], "v": ["a", "b"], "day": ["d1", "d2"]}))
+    df = spark.read.format("acidorc").option("metastoreUrl", uri).load(name)
+    assert sorted(tuple(r) for r in df.collect()) == [(1, "a", "d1"), (2, "b", "d2")]
