@@ -663,7 +663,8 @@ class HiveMetastore:
         latest = (write_ids, txns)
         floor = latest
         if txns.open_ids:
-            floor = (ValidWriteIdList(high_watermark=0, table_name=write_ids.table_name), ValidTxnList(high_watermark=0))
+            floor = (ValidWriteIdList(high_watermark=0, table_name=write_ids.table_name),
+                     ValidTxnList(high_watermark=0))
         return CleanerView(now=self.clock(), latest=latest, floor=floor, leases=(),
                            aborted_write_ids=frozenset(write_ids.aborted_ids),
                            aborted_txn_ids=frozenset(txns.aborted_ids))
