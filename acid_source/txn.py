@@ -152,6 +152,13 @@ class Transaction:
         self._written.setdefault(table_id, (storage, write_id, set()))
         return write_id
 
+    def lock(self, table_id: int, operation: str) -> None:
+        """The lock ``operation`` needs on the table, for stores that lock (a Hive Metastore:
+        Hive's lock types, waited for); nothing for acidorc's own store. Take it before the
+        snapshot the operation reads."""
+        self._require_open("lock a table in")
+        self.metastore.lock(self.txn_id, table_id, operation)
+
     def record_written(self, table_id: int, directories: Iterable[str], *, storage: Storage | None = None,
                        write_id: int | None = None, no_write_id: bool = False) -> None:
         """Directories this transaction created (removed again if it aborts). A transaction

@@ -70,6 +70,7 @@ def run_dml(target: DmlTarget, operation: str, produce: Producer, *,
         raise UnsupportedOperationError(operation.upper(), f"{info.location} is an insert-only table; as in Hive, "
                                         "its rows have no ROW__ID and cannot be updated or deleted")
     with Transaction.begin(store, description=f"{operation} {info.location}", heartbeat="thread") as txn:
+        txn.lock(info.table_id, operation)  # a store that locks (an HMS): before the snapshot, as Hive does
         resolved = resolve_table(info.location, metastore_url=target.metastore_url,
                                  storage_options=target.storage_options)
         # the snapshot's listing, taken before the allocation: the store refuses a write id

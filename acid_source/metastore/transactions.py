@@ -150,6 +150,10 @@ class TransactionsMixin(StoreBase):
 
         return self._run(op, write=True, what=f"allocate a write id for transaction {txn_id}")
 
+    def lock(self, txn_id: int, table_id: int, operation: str) -> None:
+        """Nothing: this store takes no locks and decides conflicts at commit (DESIGN.md,
+        "Concurrency rules"). A Hive Metastore takes Hive's locks here."""
+
     def refuse_if_behind(self, table_id: int, on_storage: "IdsOnStorage") -> None:
         """:class:`StoreBehindStorageError` if ``on_storage`` (a listing taken before this
         call) holds a directory this store never handed out: what a write without a write id

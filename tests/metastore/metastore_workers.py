@@ -72,3 +72,21 @@ def first_use(urls: list[str], worker: int, start, queue) -> None:
         return opened
 
     _report(queue, worker, run)
+
+
+def allocate_and_commit_by_url(url: str, table_id: int, iterations: int, worker: int, start, queue) -> None:
+    """:func:`allocate_and_commit` on whatever store ``url`` names (a Hive Metastore too)."""
+    def run():
+        from acid_source.metastore import connect
+
+        store = connect(url)
+        start.wait()
+        done = []
+        for _ in range(iterations):
+            txn = store.open_transaction(user=f"worker-{worker}")
+            write_id = store.allocate_write_id(txn, table_id, operation="insert")
+            store.commit(txn, touched={table_id: [""]}, operation="insert")
+            done.append((txn, write_id))
+        return done
+
+    _report(queue, worker, run)

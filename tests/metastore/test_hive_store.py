@@ -6,6 +6,7 @@ aborted. (Hive 4's own reader and writer on the same tables: tests/interop/test_
 from __future__ import annotations
 
 import os
+import threading
 import uuid
 
 import pyarrow as pa
@@ -180,3 +181,41 @@ def test_spark_reads_a_table_by_name_through_the_hms(table, spark):
     AcidTable.load(name, metastoreUrl=uri).append(pa.table({"id": [1, 2], "v": ["a", "b"], "day": ["d1", "d2"]}))
     df = spark.read.format("acidorc").option("metastoreUrl", uri).load(name)
     assert sorted(tuple(r) for r in df.collect()) == [(1, "a", "d1"), (2, "b", "d2")]
+
+
+def test_a_dml_waits_for_hives_exclusive_write_lock_and_then_reads_what_committed_meanwhile(table, hive_metastore):
+    """Hive 4 keeps two UPDATE / DELETE / MERGE of a table apart with its exclusive-write lock
+    (its write-set check is off by default), and takes the lock before the snapshot. So an
+    acidorc UPDATE queued behind another writer's lock must see rows committed while it waited
+    (an insert, which that lock does not block): with the snapshot taken first it would miss them."""
+    uri, name, _ = table
+    db, tbl = name.split(".")
+    t = AcidTable.load(name, metastoreUrl=uri)
+    t.append(pa.table({"id": [1], "v": ["a"], "day": ["d1"]}))
+    with hive_metastore.client() as client:
+        holder = client.open_txns(tt.OpenTxnRequest(num_txns=1, user="hive", hostname="h")).txn_ids[0]
+        lock = tt.LockComponent(type=4, level=tt.LockLevel.TABLE, dbname=db, tablename=tbl,  # EXCL_WRITE (Hive 4)
+                                operationType=tt.DataOperationType.UPDATE, isTransactional=True)
+        assert client.lock(tt.LockRequest(component=[lock], txnid=holder, user="hive", hostname="h")).state \
+            == tt.LockState.ACQUIRED
+        outcome: dict = {}
+
+        def update():
+            try:
+                outcome["metrics"] = AcidTable.load(name, metastoreUrl=uri).update("id = 5", {"v": "'five'"})
+            except BaseException as exc:  # reported by the assertion below
+                outcome["error"] = exc
+
+        worker = threading.Thread(target=update)
+        worker.start()
+
+        def waiting() -> bool:
+            locks = client.show_locks(tt.ShowLocksRequest(dbname=db, tablename=tbl)).locks or []
+            return any(lk.state == tt.LockState.WAITING for lk in locks)
+
+        wait_for(waiting, timeout=60, what="acidorc's UPDATE queued behind the exclusive-write lock")
+        t.append(pa.table({"id": [5], "v": ["e"], "day": ["d2"]}))  # an insert is not blocked by that lock
+        client.commit_txn(tt.CommitTxnRequest(txnid=holder))
+        worker.join(timeout=120)
+    assert "error" not in outcome, outcome.get("error")
+    assert rows(AcidTable.load(name, metastoreUrl=uri)) == [(1, "a", "d1"), (5, "five", "d2")]

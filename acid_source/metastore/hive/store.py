@@ -66,17 +66,20 @@ if TYPE_CHECKING:
 OPEN, COMMITTED, ABORTED = "open", "committed", "aborted"
 HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 
-# Hive's lock types (LockType in the thrift IDL) and data operations (DataOperationType)
-SHARED_READ, SHARED_WRITE, EXCLUSIVE = 1, 2, 3
+# Hive's lock types (LockType in the thrift IDL; EXCL_WRITE is Hive 4's) and data operations
+SHARED_READ, SHARED_WRITE, EXCLUSIVE, EXCL_WRITE = 1, 2, 3, 4
 LEVEL_TABLE = 2
 OP_INSERT, OP_UPDATE, OP_DELETE = 2, 3, 4
 ACQUIRED, WAITING = 1, 2
 
-#: The lock Hive's DbTxnManager takes for each write of acidorc (compaction takes none).
+#: The lock Hive 4's DbTxnManager takes for each write of acidorc (compaction takes none), with
+#: its defaults (hive.txn.xlock.write, hive.txn.xlock.iow): UPDATE / DELETE / MERGE exclude each
+#: other but not inserts. Hive 4 runs its write-set check only for clients that turn these
+#: exclusive write locks off, so they are what keeps two updaters of one table apart.
 LOCKS = {"insert": (SHARED_READ, OP_INSERT), "insert_overwrite": (EXCLUSIVE, OP_INSERT),
-         "update": (SHARED_WRITE, OP_UPDATE), "delete": (SHARED_WRITE, OP_DELETE),
-         "merge": (SHARED_WRITE, OP_UPDATE)}
-#: Operations whose partitions enter Hive's write set (checked at commit by the HMS).
+         "update": (EXCL_WRITE, OP_UPDATE), "delete": (EXCL_WRITE, OP_DELETE),
+         "merge": (EXCL_WRITE, OP_UPDATE)}
+#: Operations whose partitions enter Hive's write set (TXN_COMPONENTS of type update / delete).
 WRITE_SET = {"update": OP_UPDATE, "delete": OP_DELETE, "merge": OP_UPDATE}
 
 
@@ -111,6 +114,7 @@ class HiveMetastore:
         self._locations: dict[str, str] = {}  # location -> db.table
         self._write_ids: dict[tuple[int, int], int] = {}  # (txn, table id) -> write id handed out here
         self._leases: dict[str, Any] = {}  # lease id (a transaction) -> Lease
+        self._locked: set[tuple[int, int]] = set()  # (txn, table id) locked by this object
 
     @classmethod
     def existing(cls, url: str, **kwargs: Any) -> "HiveMetastore":
@@ -343,11 +347,20 @@ class HiveMetastore:
         return info
 
     def _name_of(self, table_id: int) -> str:
+        """The name behind an id. Ids are hashes of names, the same in every process; one this
+        process has not seen yet (a Spark worker committing a driver's transaction) is found
+        among the names of every database's tables."""
+        table_id = int(table_id)
+        if table_id not in self._names:
+            for db in self._call("get_all_databases"):
+                for table in self._call("get_all_tables", db):
+                    name = f"{db}.{table}".lower()
+                    self._names.setdefault(table_id_of(name), name)
         try:
-            return self._names[int(table_id)]
+            return self._names[table_id]
         except KeyError:
-            raise TableNotRegisteredError(f"table id {table_id} was not looked up in the Hive Metastore at "
-                                          f"{self.url} by this process", table_id=table_id) from None
+            raise TableNotRegisteredError(f"the Hive Metastore at {self.url} has no table with id {table_id}",
+                                          table_id=table_id) from None
 
     # --- transactions -------------------------------------------------------------------------
     def open_transaction(self, *, user: str = "", description: str = "") -> int:
@@ -365,7 +378,7 @@ class HiveMetastore:
         name = self._name_of(table_id)
         db, table = split_name(name)
         if operation in LOCKS:
-            self._lock(txn_id, name, operation)
+            self.lock(txn_id, table_id, operation)
         if on_storage is not None:
             self.refuse_if_behind(table_id, on_storage)
         request = tt.AllocateTableWriteIdsRequest(dbName=db, tableName=table, txnIds=[int(txn_id)])
@@ -376,6 +389,16 @@ class HiveMetastore:
         write_id = int(response.txnToWriteIds[0].writeId)
         self._write_ids[(int(txn_id), int(table_id))] = write_id
         return write_id
+
+    def lock(self, txn_id: int, table_id: int, operation: str) -> None:
+        """Take the lock Hive's DbTxnManager takes for ``operation`` on the table (once per
+        transaction and table), waiting up to ``lock_timeout``; the lock ends with the
+        transaction. A DML takes it before its snapshot, as Hive does: a writer that waited
+        for another then reads what that one committed."""
+        if operation not in LOCKS or (int(txn_id), int(table_id)) in self._locked:
+            return
+        self._lock(txn_id, self._name_of(table_id), operation)
+        self._locked.add((int(txn_id), int(table_id)))
 
     def _lock(self, txn_id: int, name: str, operation: str) -> None:
         tt = self._ttypes()
@@ -670,7 +693,8 @@ class HiveMetastore:
                            aborted_txn_ids=frozenset(txns.aborted_ids))
 
 
-_LOCK_NAMES = {SHARED_READ: "shared-read", SHARED_WRITE: "shared-write", EXCLUSIVE: "exclusive"}
+_LOCK_NAMES = {SHARED_READ: "shared-read", SHARED_WRITE: "shared-write", EXCLUSIVE: "exclusive",
+               EXCL_WRITE: "exclusive-write"}
 
 
 def _hms_location(location: str) -> str:

@@ -1,0 +1,172 @@
+"""What every transaction store does the same way — acidorc's own (SQLite, PostgreSQL) and a
+real Hive 4.1 metastore — run on each (pyiceberg's catalog fixture is the model). Where the
+stores differ on purpose (history, time travel, the row-level rule, which commits an UPDATE
+conflicts with, locks: a Hive Metastore takes Hive's, so one UPDATE waits for another where
+acidorc's store fails the later committer), the store's own suite covers it: test_metastore.py,
+test_conflict_rules.py, test_hive_store.py."""
+
+from __future__ import annotations
+
+import multiprocessing
+import pickle
+import sys
+import uuid
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from pymetastore.hive_metastore import ttypes as tt
+
+from acid_source.errors import TableExistsError, TableNotRegisteredError, TransactionStateError
+from acid_source.layout.writeids import LONG_MAX
+from acid_source.metastore import connect
+
+HERE = Path(__file__).parent
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))  # spawned workers import metastore_workers by name
+
+import metastore_workers  # noqa: E402
+
+SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("ds", pa.string())])
+DB = "contract"
+
+
+@pytest.fixture(params=["sqlite", "postgresql", "hive"])
+def store_url(request, tmp_path) -> str:
+    """A transaction store of each kind: a fresh SQLite file, a fresh PostgreSQL database, or
+    the session's Hive metastore (a database of its own for these tests; tables are new per
+    test)."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'metastore.db'}"
+    if request.param == "postgresql":
+        return request.getfixturevalue("pg_store_url")
+    server = request.getfixturevalue("hive_metastore")
+    with server.client() as client:
+        try:
+            client.create_database(tt.Database(name=DB, locationUri=f"file:{server.warehouse}/{DB}.db", parameters={}))
+        except tt.AlreadyExistsException:
+            pass
+    return server.uri
+
+
+@pytest.fixture
+def store(store_url):
+    s = connect(store_url)
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def new_table(store, tmp_path):
+    """Creates a new partitioned table; returns its TableInfo."""
+    def make(partitioned: bool = True):
+        name = f"{DB}.t_{uuid.uuid4().hex[:10]}"
+        return store.create_table(tmp_path / name, SCHEMA, name=name, partition_columns=["ds"] if partitioned else [])
+    return make
+
+
+def test_tables_by_name_and_location(store, new_table, tmp_path):
+    table = new_table()
+    assert store.get_table(name=table.name) == table
+    assert store.get_table(table.location) == table
+    assert store.find_table(table.location) == table
+    assert store.get_table(name=table.name.upper()) == table  # names are case-insensitive, as in Hive
+    assert (table.partition_columns, table.schema, table.properties["transactional"]) == (("ds",), SCHEMA, "true")
+    with pytest.raises(TableExistsError, match=table.name):
+        store.create_table(tmp_path / "elsewhere", SCHEMA, name=table.name)
+    assert store.create_table(table.location, SCHEMA, name=table.name, partition_columns=["ds"],
+                              if_not_exists=True) == table
+    missing = f"{DB}.missing_{uuid.uuid4().hex[:6]}"
+    with pytest.raises(TableNotRegisteredError, match=missing):
+        store.get_table(name=missing)
+    assert store.find_table(tmp_path / "nowhere") is None
+    assert store.drop_table(name=table.name) == table
+    assert store.drop_table(name=table.name, if_exists=True) is None
+    assert store.find_table(table.location) is None
+
+
+def test_write_ids_count_per_table_and_are_asked_again_unchanged(store, new_table):
+    table, other = new_table(), new_table()
+    txns = [store.open_transaction(user="u", description=f"n{i}") for i in range(4)]
+    assert txns == sorted(txns) and len(set(txns)) == 4
+    assert [store.allocate_write_id(t, table.table_id) for t in txns] == [1, 2, 3, 4]
+    assert store.allocate_write_id(txns[2], table.table_id) == 3  # asking again: the same id
+    assert store.allocate_write_id(txns[3], other.table_id) == 1  # write ids are per table
+    for t in txns:
+        store.commit(t, touched={table.table_id: ["ds=1"]})
+
+
+def test_snapshots_hide_open_and_aborted_writes_in_hives_string_form(store, new_table):
+    table = new_table()
+    tid = table.table_id
+    assert str(store.valid_write_ids(tid)) == f"{table.name}:0:{LONG_MAX}::"
+    t1, t2, t3, t4 = (store.open_transaction() for _ in range(4))
+    for t in (t1, t2, t3, t4):
+        store.allocate_write_id(t, tid)  # write ids 1..4
+    store.commit(t1, touched={tid: ["ds=1"]})
+    store.abort(t3, "test")
+    write_ids, txns = store.snapshot(tid)
+    assert str(write_ids) == f"{table.name}:4:2:2,4:3"
+    assert [write_ids.is_write_id_valid(w) for w in range(1, 6)] == [True, False, False, False, False]
+    assert txns.is_txn_valid(t1) and not txns.is_txn_valid(t2) and not txns.is_txn_valid(t4)
+    assert {t2, t4} <= set(txns.open_ids) and t3 in txns.aborted_ids and txns.high_watermark >= t4
+    store.commit(t2, touched={tid: ["ds=1"]})
+    store.commit(t4, touched={tid: ["ds=2"]})
+    assert str(store.valid_write_ids(tid)) == f"{table.name}:4:{LONG_MAX}::3"
+    assert store.write_ids_of(tid, "aborted") == [3] and store.write_ids_of(tid, "open") == []
+
+
+def test_the_transaction_state_machine(store, new_table):
+    table = new_table()
+    t = store.open_transaction()
+    assert store.txn_state(t) == "open"
+    store.heartbeat(t)
+    store.allocate_write_id(t, table.table_id)
+    store.commit(t, touched={table.table_id: ["ds=1"]})
+    assert store.txn_state(t) == "committed"
+    for call in (lambda: store.abort(t), lambda: store.heartbeat(t)):
+        with pytest.raises(TransactionStateError, match=f"transaction {t}") as caught:
+            call()
+        assert caught.value.txn_id == t
+    a = store.open_transaction()
+    store.abort(a, "user cancelled")
+    store.abort(a)  # idempotent
+    assert store.txn_state(a) == "aborted"
+    for call in (lambda: store.commit(a), lambda: store.heartbeat(a)):
+        with pytest.raises(TransactionStateError, match=f"transaction {a}"):
+            call()
+
+
+def test_the_store_pickles_before_and_after_use(store, new_table):
+    table = new_table()
+    before = pickle.loads(pickle.dumps(store))
+    txn = store.open_transaction()
+    store.allocate_write_id(txn, table.table_id)
+    store.commit(txn, touched={table.table_id: ["ds=1"]})
+    after = pickle.loads(pickle.dumps(store))
+    assert str(before.valid_write_ids(table.table_id)) == str(after.valid_write_ids(table.table_id)) \
+        == f"{table.name}:1:{LONG_MAX}::"
+
+
+def test_processes_allocating_write_ids_never_collide(store, store_url, new_table):
+    table = new_table(partitioned=False)
+    workers, iterations = 3, 8
+    ctx = multiprocessing.get_context("spawn")
+    queue, start = ctx.Queue(), ctx.Barrier(workers, timeout=60)
+    procs = [ctx.Process(target=metastore_workers.allocate_and_commit_by_url,
+                         args=(store_url, table.table_id, iterations, i, start, queue)) for i in range(workers)]
+    for p in procs:
+        p.start()
+    try:
+        results = [queue.get(timeout=120) for _ in procs]
+    finally:
+        for p in procs:
+            p.join(timeout=30)
+            if p.is_alive():
+                p.kill()
+    failed = [value for _, status, value in results if status != "ok"]
+    assert not failed, "\n".join(failed)
+    pairs = [pair for _, _, done in results for pair in done]
+    assert sorted(w for _, w in pairs) == list(range(1, workers * iterations + 1))
+    assert len({t for t, _ in pairs}) == len(pairs)
+    assert str(store.valid_write_ids(table.table_id)) == f"{table.name}:{workers * iterations}:{LONG_MAX}::"
