@@ -45,7 +45,9 @@ def stage_write(spec: WriteSpec, *, overwrite: bool, data_schema: pa.Schema | No
             raise TableNotRegisteredError(
                 f"{spec.path} is not registered in the transaction store; a staged write without the data's "
                 "schema cannot create it (create it with acid_source.create_table)", location=spec.path)
-        table = _create_table(metastore, storage, spec, data_schema)
+        location, name = metastore.new_table_place(spec.path, spec.table_name)
+        storage = Storage(location, spec.storage_options)
+        table = _create_table(metastore, storage, spec, data_schema, location, name)
     else:
         _check_create_options(table, spec)
         storage = Storage(table.location, spec.storage_options)
@@ -161,7 +163,8 @@ def _codec(name: str) -> str:
     return "uncompressed" if name == "none" else name
 
 
-def _create_table(metastore: Metastore, storage: Storage, options: WriteSpec, data_schema: pa.Schema) -> TableInfo:
+def _create_table(metastore: Metastore, storage: Storage, options: WriteSpec, data_schema: pa.Schema,
+                  location: str, name: str | None) -> TableInfo:
     if storage.exists(storage.root):
         if not storage.is_dir(storage.root):
             raise NotAnAcidTableError(options.path, "it is a file, not a directory")
@@ -195,7 +198,7 @@ def _create_table(metastore: Metastore, storage: Storage, options: WriteSpec, da
     wrote_marker = False if storage.is_local else storage.write_marker()
     try:
         return metastore.create_table(
-            options.path, nullable(pa.schema(fields)), name=options.table_name,
+            location, nullable(pa.schema(fields)), name=name,
             partition_columns=tuple(partition_columns), bucket_columns=tuple(bucket_columns),
             num_buckets=options.num_buckets, insert_only=options.insert_only, compression=options.compression,
             if_not_exists=True)

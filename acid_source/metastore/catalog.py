@@ -185,6 +185,10 @@ class CatalogMixin(StoreBase):
         return TableNotRegisteredError(location=None if location is None else normalize_location(location),
                                 name=normalize_name(name), table_id=table_id)
 
+    def new_table_place(self, path: str, name: str | None) -> tuple[str, str | None]:
+        """Where a write that creates a table puts it, and its name: here, where it was asked."""
+        return path, name
+
     def get_table(self, location: str | os.PathLike | None = None, *, name: str | None = None,
                   table_id: int | None = None) -> TableInfo:
         """The table at ``location`` / called ``name`` / with ``table_id`` (all given must match)."""

@@ -219,3 +219,21 @@ def test_a_dml_waits_for_hives_exclusive_write_lock_and_then_reads_what_committe
         worker.join(timeout=120)
     assert "error" not in outcome, outcome.get("error")
     assert rows(AcidTable.load(name, metastoreUrl=uri)) == [(1, "a", "d1"), (5, "five", "d2")]
+
+
+@pytest.mark.spark
+def test_spark_writes_to_hms_tables_and_creates_them_where_hive_would(table, hive_metastore, spark):
+    import acid_source
+
+    uri, name, _ = table
+    df = spark.createDataFrame([(1, "a", "d1"), (2, "b", "d2")], "id bigint, v string, day string")
+    df.write.format("acidorc").option("metastoreUrl", uri).mode("append").save(name)
+    df.where("id = 2").write.format("acidorc").option("metastoreUrl", uri).mode("overwrite").save(name)
+    acid_source.sql(spark, f"UPDATE {name} SET v = 'B' WHERE id = 2", metastoreUrl=uri)
+    assert rows(AcidTable.load(name, metastoreUrl=uri)) == [(2, "B", "d2")]  # the overwrite replaced the table
+    created = f"{name}_new"  # a new table by name: managed, under the database's location
+    df.write.format("acidorc").option("metastoreUrl", uri).option("partitionColumns", "day").mode("append").save(created)
+    info = HiveMetastore(uri).get_table(name=created)
+    assert info.location == f"{hive_metastore.warehouse}/{created.split('.')[0]}.db/{created.split('.')[1]}"
+    assert info.partition_columns == ("day",)
+    assert rows(AcidTable.load(created, metastoreUrl=uri)) == [(1, "a", "d1"), (2, "b", "d2")]

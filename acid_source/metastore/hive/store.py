@@ -33,6 +33,7 @@ import pyarrow as pa
 from ...errors import (
     ConflictError,
     InvalidArgumentError,
+    InvalidOptionError,
     LockTimeoutError,
     MetastoreError,
     NotAnAcidTableError,
@@ -325,6 +326,24 @@ class HiveMetastore:
             raise MetastoreError(f"the Hive Metastore at {self.url} refused to create {db}.{table}: "
                                  f"{exc.message}", url=self.url) from None
         return self.get_table(name=f"{db}.{table}")
+
+    def new_table_place(self, path: str, name: str | None) -> tuple[str, str | None]:
+        """Where a write that creates a table puts it, and its name. A write to a name
+        (``db.table``) creates a managed table where Hive would: under the database's location.
+        A write to a location needs the name too (option ``tableName``)."""
+        if "/" not in path and ":" not in path:
+            db, table = split_name(path)
+            tt = self._ttypes()
+            try:
+                database = self._call("get_database", db)
+            except tt.NoSuchObjectException:
+                raise TableNotRegisteredError(f"the Hive Metastore at {self.url} has no database {db} to create "
+                                              f"{db}.{table} in", name=f"{db}.{table}") from None
+            return f"{normalize_location(database.locationUri)}/{table}", f"{db}.{table}"
+        if not name:
+            raise InvalidOptionError("tableName", f"a new table in the Hive Metastore at {self.url} needs a name: "
+                                       f"write to db.table, or give option tableName with the location {path}")
+        return path, name
 
     def drop_table(self, location: str | os.PathLike | None = None, *, name: str | None = None,
                    table_id: int | None = None, if_exists: bool = False) -> TableInfo | None:
