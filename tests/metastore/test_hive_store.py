@@ -232,7 +232,8 @@ def test_spark_writes_to_hms_tables_and_creates_them_where_hive_would(table, hiv
     acid_source.sql(spark, f"UPDATE {name} SET v = 'B' WHERE id = 2", metastoreUrl=uri)
     assert rows(AcidTable.load(name, metastoreUrl=uri)) == [(2, "B", "d2")]  # the overwrite replaced the table
     created = f"{name}_new"  # a new table by name: managed, under the database's location
-    df.write.format("acidorc").option("metastoreUrl", uri).option("partitionColumns", "day").mode("append").save(created)
+    (df.write.format("acidorc").option("metastoreUrl", uri).option("partitionColumns", "day")
+     .mode("append").save(created))
     info = HiveMetastore(uri).get_table(name=created)
     assert info.location == f"{hive_metastore.warehouse}/{created.split('.')[0]}.db/{created.split('.')[1]}"
     assert info.partition_columns == ("day",)
