@@ -111,8 +111,10 @@ class HiveMetastore:
         self.clock = clock
         self.create = bool(create)
         self.lock_timeout = float(lock_timeout if lock_timeout is not None else self._address.lock_timeout)
-        self._names: dict[int, str] = {}  # table id -> db.table, for every table seen
-        self._locations: dict[str, str] = {}  # location -> db.table
+        # what this process learnt of the metastore's names, shared by every store object on
+        # it: reads, writes and their commit each open one, and must not search it again
+        self._names = _NAMES
+        self._locations = _LOCATIONS.setdefault(self.url.split("?")[0], {})
         self._write_ids: dict[tuple[int, int], int] = {}  # (txn, table id) -> write id handed out here
         self._leases: dict[str, Any] = {}  # lease id (a transaction) -> Lease
         self._locked: set[tuple[int, int]] = set()  # (txn, table id) locked by this object
@@ -126,7 +128,13 @@ class HiveMetastore:
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
         state["_leases"] = {}
+        del state["_names"], state["_locations"]
         return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._names = _NAMES
+        self._locations = _LOCATIONS.setdefault(self.url.split("?")[0], {})
 
     def __repr__(self) -> str:
         return f"HiveMetastore({self.url!r})"
@@ -485,9 +493,10 @@ class HiveMetastore:
         for table_id, partitions in (touched or {}).items():
             name = self._name_of(table_id)
             parts = sorted({p.strip("/") for p in partitions})
-            info = self.get_table(name=name)
+            hms = self._hms_table(name)
+            info = self._info(hms)
             if info.partition_columns and op != "compaction":
-                self._add_partitions(info, [p for p in parts if p])
+                self._add_partitions(info, hms, [p for p in parts if p])
             if op in WRITE_SET:
                 db, table = split_name(name)
                 write_id = self.allocate_write_id(txn_id, table_id)  # the one it has: Hive returns it again
@@ -511,12 +520,11 @@ class HiveMetastore:
             raise self._not_open(txn_id, "commit", exc) from None
         return None
 
-    def _add_partitions(self, info: TableInfo, partitions: list[str]) -> None:
+    def _add_partitions(self, info: TableInfo, hms: Any, partitions: list[str]) -> None:
         tt = self._ttypes()
         if not partitions:
             return
         db, table = split_name(info.name or "")
-        hms = self._hms_table(info.name or "")
         new = []
         for path in partitions:
             values = []
@@ -711,6 +719,11 @@ class HiveMetastore:
                            aborted_write_ids=frozenset(write_ids.aborted_ids),
                            aborted_txn_ids=frozenset(txns.aborted_ids))
 
+
+#: table id -> ``db.table`` (ids are hashes of names: the same on every metastore), and per
+#: metastore, location -> ``db.table``, for every table this process has looked up
+_NAMES: dict[int, str] = {}
+_LOCATIONS: dict[str, dict[str, str]] = {}
 
 _LOCK_NAMES = {SHARED_READ: "shared-read", SHARED_WRITE: "shared-write", EXCLUSIVE: "exclusive",
                EXCL_WRITE: "exclusive-write"}
