@@ -238,3 +238,35 @@ def test_spark_writes_to_hms_tables_and_creates_them_where_hive_would(table, hiv
     assert info.location == f"{hive_metastore.warehouse}/{created.split('.')[0]}.db/{created.split('.')[1]}"
     assert info.partition_columns == ("day",)
     assert rows(AcidTable.load(created, metastoreUrl=uri)) == [(1, "a", "d1"), (2, "b", "d2")]
+
+
+def test_a_table_hive_created_is_read_with_its_layout_and_properties(hive_metastore, tmp_path, monkeypatch):
+    """A bucketed table as Hive's DDL creates it (CLUSTERED BY (id) INTO 2 BUCKETS,
+    TBLPROPERTIES NO_AUTO_COMPACTION and a per-table compactor threshold): acidorc takes its
+    layout and properties from the HMS, routes rows to Hive's buckets, and leaves it
+    uncompacted although its threshold is passed."""
+    monkeypatch.setenv("ACIDORC_AUTO_COMPACT", "true")
+    db = _database(hive_metastore, "acidorc_store")
+    name = f"{db}.hive_made_{uuid.uuid4().hex[:6]}"
+    location = tmp_path / "hive_made"
+    serde = tt.SerDeInfo(serializationLib="org.apache.hadoop.hive.ql.io.orc.OrcSerde", parameters={})
+    cols = [tt.FieldSchema(name="ID", type="int"), tt.FieldSchema(name="note", type="varchar(8)")]
+    sd = tt.StorageDescriptor(cols=cols, location=f"file:{location}",
+                              inputFormat="org.apache.hadoop.hive.ql.io.orc.OrcInputFormat",
+                              outputFormat="org.apache.hadoop.hive.ql.io.orc.OrcOutputFormat", serdeInfo=serde,
+                              bucketCols=["id"], numBuckets=2, sortCols=[], parameters={})
+    params = {"transactional": "true", "bucketing_version": "2", "NO_AUTO_COMPACTION": "true",
+              "compactorthreshold.hive.compactor.delta.num.threshold": "1", "orc.compress": "SNAPPY"}
+    with hive_metastore.client() as client:
+        client.create_table(tt.Table(tableName=name.split(".")[1], dbName=db, sd=sd, partitionKeys=[],
+                                     parameters=params, tableType="MANAGED_TABLE"))
+    info = HiveMetastore(hive_metastore.uri).get_table(name=name)
+    assert (info.schema, info.bucket_columns, info.num_buckets, info.bucketing_version, info.compression) == (
+        pa.schema([("id", pa.int32()), ("note", pa.string())]), ("id",), 2, 2, "snappy")
+    t = AcidTable.load(name, metastoreUrl=hive_metastore.uri)
+    for i in range(3):
+        t.append(pa.table({"id": pa.array([1, 2, 3, 4], pa.int32()), "note": [f"n{i}"] * 4}))
+    assert sorted(os.listdir(location)) == [f"delta_000000{w}_000000{w}_0000" for w in (1, 2, 3)]  # not compacted
+    assert sorted(os.listdir(location / "delta_0000001_0000001_0000")) == [
+        "_orc_acid_version", "bucket_00000", "bucket_00001"]
+    assert len(rows(t)) == 12
