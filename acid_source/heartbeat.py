@@ -27,10 +27,18 @@ ENV_INTERVAL = settings.HEARTBEAT_SECONDS.name
 DEFAULT_INTERVAL = settings.HEARTBEAT_SECONDS.default
 
 
-def heartbeat_interval() -> float:
+def heartbeat_interval(metastore=None) -> float:
     """Seconds between heartbeats: ``$ACIDORC_HEARTBEAT_SECONDS`` or 30 (the default expiry
-    used by clean-up is 600 s, twenty missed beats)."""
-    return settings.HEARTBEAT_SECONDS.get()
+    used by clean-up is 600 s, twenty missed beats); shorter when the store times transactions
+    out sooner itself (a Hive Metastore with a short ``hive.txn.timeout``: half of it, as Hive's
+    own clients beat)."""
+    interval = settings.HEARTBEAT_SECONDS.get()
+    store_timeout = getattr(metastore, "txn_timeout_seconds", None)
+    if store_timeout is not None:
+        timeout = store_timeout()
+        if timeout is not None:
+            interval = min(interval, timeout / 2)
+    return interval
 
 
 def _beat(metastore, txn_id: int) -> bool:
@@ -52,7 +60,7 @@ class HeartbeatThread:
     def __init__(self, metastore, txn_id: int, interval: float | None = None):
         self._metastore = metastore
         self._txn_id = txn_id
-        self._interval = interval or heartbeat_interval()
+        self._interval = interval or heartbeat_interval(metastore)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"acidorc-heartbeat-{txn_id}", daemon=True)
 

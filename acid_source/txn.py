@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Iterable, Mapping
 from . import settings
 from .errors import AcidError, ConflictError, MetastoreError, TransactionStateError
 from .faults import crash_point
-from .heartbeat import HeartbeatThread, spawn_heartbeat_process
+from .heartbeat import HeartbeatThread, heartbeat_interval, spawn_heartbeat_process
 from .storage import Storage
 
 # The store (SQLAlchemy) is imported only where it is used: a TransactionRef travels through
@@ -110,7 +110,7 @@ class Transaction:
         if heartbeat == "thread":
             txn._heartbeat = HeartbeatThread(metastore, txn_id).start()
         elif heartbeat == "process":
-            spawn_heartbeat_process(metastore.connect_url(), txn_id)
+            spawn_heartbeat_process(metastore.connect_url(), txn_id, interval=heartbeat_interval(metastore))
         return txn
 
     @classmethod

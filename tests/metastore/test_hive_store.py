@@ -270,3 +270,21 @@ def test_a_table_hive_created_is_read_with_its_layout_and_properties(hive_metast
     assert sorted(os.listdir(location / "delta_0000001_0000001_0000")) == [
         "_orc_acid_version", "bucket_00000", "bucket_00001"]
     assert len(rows(t)) == 12
+
+
+def test_a_live_writer_beats_faster_than_a_short_hive_txn_timeout(hive_metastore_short_timeout):
+    """The heartbeat interval follows the metastore's hive.txn.timeout (6 s here, below the
+    default 30 s interval): a live transaction outlives several timeouts."""
+    server = hive_metastore_short_timeout
+    store = connect(server.uri)
+    assert store.txn_timeout_seconds() == server.txn_timeout_seconds
+    with Transaction.begin(store) as txn:
+        def info():
+            return store.txn_info(txn.txn_id)
+
+        started = info()["started_at"]
+        wait_for(lambda: info()["last_heartbeat"] - started > 1.5 * server.txn_timeout_seconds,
+                 timeout=server.txn_timeout_seconds * 4, what=f"heartbeats of transaction {txn.txn_id}")
+        assert store.txn_state(txn.txn_id) == "open"
+        txn.set_commit("insert", {})
+    assert store.txn_state(txn.txn_id) == "committed"

@@ -471,6 +471,18 @@ class HiveMetastore:
             location=info.location, write_id=write_ids.high_watermark + 1,
             directories=tuple(on_storage.above(write_ids.high_watermark, txns.high_watermark)), url=self.url)
 
+    def txn_timeout_seconds(self) -> float | None:
+        """The metastore's ``hive.txn.timeout`` (None when it does not say): the heartbeat
+        interval stays below half of it. Asked once per process and metastore."""
+        key = self.url.split("?")[0]
+        if key not in _TIMEOUTS:
+            try:
+                text = str(self._call("get_config_value", "metastore.txn.timeout", "")).strip().lower()
+            except Exception:  # noqa: BLE001 - a server that refuses config reads: keep the default interval
+                text = ""
+            _TIMEOUTS[key] = _seconds(text)
+        return _TIMEOUTS[key]
+
     def heartbeat(self, txn_id: int) -> None:
         tt = self._ttypes()
         try:
@@ -724,6 +736,21 @@ class HiveMetastore:
 #: metastore, location -> ``db.table``, for every table this process has looked up
 _NAMES: dict[int, str] = {}
 _LOCATIONS: dict[str, dict[str, str]] = {}
+
+_TIMEOUTS: dict[str, float | None] = {}
+_UNITS = {"ms": 0.001, "s": 1.0, "sec": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def _seconds(text: str) -> float | None:
+    """Hive's time settings (``300s``, ``6000ms``, ``5m``; a bare number is seconds)."""
+    number = text.rstrip("abcdefghijklmnopqrstuvwxyz")
+    unit = text[len(number):] or "s"
+    try:
+        value = float(number) * _UNITS[unit]
+    except (KeyError, ValueError):
+        return None
+    return value if value > 0 else None
+
 
 _LOCK_NAMES = {SHARED_READ: "shared-read", SHARED_WRITE: "shared-write", EXCLUSIVE: "exclusive",
                EXCL_WRITE: "exclusive-write"}
