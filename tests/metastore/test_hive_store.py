@@ -151,7 +151,7 @@ def test_a_transaction_the_metastore_aborted_fails_its_commit_and_leaves_nothing
     store = connect(server.uri)
     info = store.get_table(name=name)
     storage = Storage(location)
-    with pytest.raises(TransactionStateError, match=f"{server.uri}.*hive.txn.timeout") as caught:
+    with pytest.raises(TransactionStateError, match=f"insert on {name}.*{server.uri}.*hive.txn.timeout") as caught:
         with Transaction.begin(store, heartbeat="none") as txn:
             write_id = txn.allocate_write_id(info.table_id, storage, operation="insert")
             directory = f"{location}/day=d1/delta_{write_id:07d}_{write_id:07d}_0000"

@@ -499,9 +499,10 @@ class HiveMetastore:
         tt = self._ttypes()
         if checked_through is not None:
             raise UnsupportedOperationError(
-                "conflictDetection=row", f"the Hive Metastore at {self.url} decides conflicts by partition "
-                "(Hive's write set); use conflictDetection=object")
+                "conflictDetection=row", f"with the Hive Metastore at {self.url}, Hive's locks decide "
+                "conflicts; use conflictDetection=object")
         op = str(operation).strip().lower()
+        what = f"commit the {op} on {', '.join(self._name_of(t) for t in touched)} of" if touched else "commit"
         for table_id, partitions in (touched or {}).items():
             name = self._name_of(table_id)
             parts = sorted({p.strip("/") for p in partitions})
@@ -511,7 +512,8 @@ class HiveMetastore:
                 self._add_partitions(info, hms, [p for p in parts if p])
             if op in WRITE_SET:
                 db, table = split_name(name)
-                write_id = self.allocate_write_id(txn_id, table_id)  # the one it has: Hive returns it again
+                write_id = self._write_ids.get((int(txn_id), int(table_id))) \
+                    or self.allocate_write_id(txn_id, table_id)  # the one it has: Hive returns it again
                 request = tt.AddDynamicPartitions(txnid=int(txn_id), writeid=write_id, dbname=db, tablename=table,
                                                   partitionnames=[p for p in parts if p] or [],
                                                   operationType=WRITE_SET[op])
@@ -527,9 +529,9 @@ class HiveMetastore:
             if "conflict" in (exc.message or "").lower():
                 raise ConflictError(f"{op} lost a write conflict in the Hive Metastore at {self.url}: "
                                     f"{exc.message}", txn_id=int(txn_id)) from None
-            raise self._not_open(txn_id, "commit", exc) from None
+            raise self._not_open(txn_id, what, exc) from None
         except tt.NoSuchTxnException as exc:
-            raise self._not_open(txn_id, "commit", exc) from None
+            raise self._not_open(txn_id, what, exc) from None
         return None
 
     def _add_partitions(self, info: TableInfo, hms: Any, partitions: list[str]) -> None:
