@@ -1,4 +1,5 @@
-"""Process bodies for the readers-and-writers test (module level: started with "spawn").
+"""Process bodies for the readers-and-writers test (module level: started by the forkserver of
+``worker_context``).
 
 Every transaction tags its rows ``w<writer>-<k>-<n>``: ``n`` is how many rows it wrote (ids
 0..n-1), so any reader can check a transaction it sees is whole without asking anyone.

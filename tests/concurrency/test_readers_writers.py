@@ -22,7 +22,6 @@ printed (visible with ``-s``).
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import os
 import queue
 from collections import Counter
@@ -31,6 +30,7 @@ import fsspec
 import pyarrow as pa
 import pytest
 import rw_workers
+import worker_context
 from fsspec.implementations.local import LocalFileSystem
 
 from acid_source import create_table
@@ -49,7 +49,7 @@ def stress_seconds() -> float:
 
 def run_workers(location: str, url: str, seconds: float) -> dict:
     """Start the writers and readers together; their reports by (kind, number)."""
-    ctx = mp.get_context("spawn")
+    ctx = worker_context.forkserver()
     barrier = ctx.Barrier(WRITERS + READERS)
     writers_done = ctx.Event()
     results = ctx.Queue()

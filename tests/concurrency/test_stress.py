@@ -38,13 +38,13 @@ listed it, and compactions built from stale listings lose commits.
 from __future__ import annotations
 
 import json
-import multiprocessing as mp
 import os
 import queue
 import time
 
 import pytest
 import stress_workers as sw
+import worker_context
 from stress_workers import GROUP, PARTS, SCHEMA
 
 from acid_source.metastore import Metastore
@@ -96,18 +96,9 @@ def create(location: str, url: str, options: dict) -> tuple[int, int]:
 
 
 # --- running the workers ------------------------------------------------------------------------
-def context():
-    """forkserver with acidorc imported once: eight spawned interpreters importing it would cost
-    more than the test (two cores)."""
-    ctx = mp.get_context("forkserver")
-    ctx.set_forkserver_preload(["stress_workers", "acid_source.table", "acid_source.dml.arrow_changes",
-                                "acid_source.maintenance.compactor", "acid_source.maintenance.cleaner"])
-    return ctx
-
-
 def run_workers(cfg: dict) -> dict:
     """Start every worker together; their reports by (kind, number)."""
-    ctx = context()
+    ctx = worker_context.forkserver()  # acidorc imported once: eight spawned interpreters would cost more
     kinds = [("writer", w) for w in range(WRITERS)] + [("reader", r) for r in range(READERS)]
     kinds += [("dml", 0), ("compactor", 0), ("vacuum", 0)]
     start = ctx.Barrier(len(kinds))

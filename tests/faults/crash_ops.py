@@ -1,8 +1,11 @@
 """The operations the crash-point suite runs in a child process, one per kind of step.
 
-A child is started as ``python crash_ops.py <operation> <location> <store url> <tag> <info file>``
-with ``$ACIDORC_CRASH_AT`` naming a step; it records which transaction it opened in the info
-file (before any crash point can fire), then runs the operation, which must die at the step.
+A child runs ``main([<operation>, <location>, <store url>, <tag>, <info file>])`` with
+``$ACIDORC_CRASH_AT`` naming a step (the suite forks it from the forkserver of
+``tests/worker_context.py``, acidorc already imported: :func:`run_in_child`; by hand,
+``python crash_ops.py <operation> <location> <store url> <tag> <info file>``); it records
+which transaction it opened in the info file (before any crash point can fire), then runs the
+operation, which must die at the step.
 
 Rows carry a ``tag`` naming their transaction, so a reader can tell a partial transaction.
 """
@@ -73,6 +76,20 @@ def _write_durably(path: str, text: str) -> None:
         f.write(text)
         f.flush()
         os.fsync(f.fileno())
+
+
+def run_in_child(argv: list[str], env: dict[str, str], log_file: str) -> None:
+    """A forked child's entry point: the test's environment for this child (the forkserver's is
+    older), standard output and error into ``log_file``, then :func:`main`."""
+    import tempfile
+
+    os.environ.clear()
+    os.environ.update(env)
+    tempfile.tempdir = None  # $TMPDIR is the child's own: where its tasks stage their files
+    log = os.open(log_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    main(argv)
 
 
 def main(argv: list[str]) -> None:

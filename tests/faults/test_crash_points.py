@@ -19,12 +19,11 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import crash_ops
 import pytest
+import worker_context
 
 from acid_source import clean_aborted_writes, create_table
 from acid_source.faults import ENV as CRASH_ENV
@@ -32,8 +31,6 @@ from acid_source.faults import STEPS
 from acid_source.layout.names import parse_dir_name
 from acid_source.metastore import Metastore
 from acid_source.table import AcidTable
-
-HERE = Path(__file__).parent
 
 # Which operation passes a step, by the step's prefix (a step of a new kind needs a line here).
 OPERATIONS = {"write.": "append", "commit.": "append", "abort.": "failing_append", "cleanup.": "clean"}
@@ -77,12 +74,20 @@ class Table:
         staging = self.tmp / "staging"  # the child's local task files (SIGKILL skips their removal)
         staging.mkdir(exist_ok=True)
         env = {**os.environ, CRASH_ENV: crash_at, "ACIDORC_METASTORE_URL": self.url, "TMPDIR": str(staging)}
-        proc = subprocess.run(
-            [sys.executable, str(HERE / "crash_ops.py"), operation, self.location, self.url, tag, str(info_file)],
-            env=env, capture_output=True, text=True, timeout=120)
-        assert proc.returncode == -signal.SIGKILL, (
-            f"{operation} did not die at crash point {crash_at!r} (exit code {proc.returncode}); the "
-            f"operation never reaches that step, or failed before it:\n{proc.stdout}\n{proc.stderr}")
+        log = self.tmp / f"{tag}.log"
+        # forked from the forkserver, acidorc already imported: a process of its own all the same
+        proc = worker_context.forkserver().Process(
+            target=crash_ops.run_in_child,
+            args=([operation, self.location, self.url, tag, str(info_file)], env, str(log)), daemon=True)
+        proc.start()
+        proc.join(120)
+        if proc.exitcode is None:
+            proc.kill()
+            proc.join()
+            pytest.fail(f"{operation} did not finish within 120s:\n{log.read_text(errors='replace')}")
+        assert proc.exitcode == -signal.SIGKILL, (
+            f"{operation} did not die at crash point {crash_at!r} (exit code {proc.exitcode}); the "
+            f"operation never reaches that step, or failed before it:\n{log.read_text(errors='replace')}")
         if operation == "clean":
             return None
         info = json.loads(info_file.read_text())

@@ -1,12 +1,12 @@
 """Writes through the core (no Spark): layouts, overwrite semantics, errors, atomicity,
 concurrency across real processes, and a writer killed mid-write."""
 
-import multiprocessing
 import os
 import signal
 
 import pyarrow as pa
 import pytest
+import worker_context
 from core_read import data, read_rows
 from hivegen import HiveTable
 from writers import append_many, rows, write, write_then_hang
@@ -127,7 +127,7 @@ def test_abort_leaves_nothing_visible_and_removes_files(tmp_path):
 def test_concurrent_appends_from_separate_processes(tmp_path):
     t = tmp_path / "t"
     url = os.environ["ACIDORC_METASTORE_URL"]
-    ctx = multiprocessing.get_context("spawn")
+    ctx = worker_context.forkserver()
     procs = [ctx.Process(target=append_many, args=(str(t), url, w, 5)) for w in range(4)]
     for p in procs:
         p.start()
@@ -146,7 +146,7 @@ def test_killed_writer_leaves_no_visible_rows_and_clean_up_removes_its_files(tmp
     t = tmp_path / "t"
     write(t, [[rows([1])]])
     url = os.environ["ACIDORC_METASTORE_URL"]
-    ctx = multiprocessing.get_context("spawn")
+    ctx = worker_context.forkserver()
     ready = ctx.Event()
     p = ctx.Process(target=write_then_hang, args=(str(t), url, ready))
     p.start()
