@@ -139,10 +139,12 @@ def test_write_read_dml_compact_vacuum_on_a_cluster(spark_cluster, s3_server, s3
     assert (got["merge"]["numUpdatedRows"], got["merge"]["numInsertedRows"]) == (merged_updates, merged_inserts)
     assert got["after_merge"] == model.sorted()
 
-    # compaction and vacuum change files, never rows
-    for step in ("after_minor", "after_major", "after_vacuum"):
-        assert got[step] == model.sorted(), step
-    assert got["major"]["numDataObjectsCompacted"] == len(DAYS)
+    # compaction and vacuum change files, never rows: the rows after the minor compaction went
+    # through the major one (a Spark job reading them on the executors) into the bases read here
+    # after the vacuum; that each compaction keeps the rows is proven on every kind of history by
+    # the engine-free and local-Spark suites, which read after each one
+    assert got["after_vacuum"] == model.sorted()
+    assert got["minor"]["numDataObjectsCompacted"] == got["major"]["numDataObjectsCompacted"] == len(DAYS)
     assert got["vacuum"]["removedPaths"], "vacuum after a major compaction removed nothing"
     assert got["after_vacuum_partition"] == model.sorted(DAYS[0])
     assert got["after_vacuum_toDF"] == model.sorted()
