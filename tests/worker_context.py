@@ -1,7 +1,7 @@
-"""The multiprocessing context for worker processes of the concurrency, crash-point and write suites:
-forkserver with acidorc and the workers' modules imported once. A spawned interpreter or a
-``python`` subprocess imports them again, about a second apiece on two busy cores, and the
-suites start dozens of them.
+"""The multiprocessing context for worker processes of the concurrency, crash-point, write and
+stale-listing suites: forkserver with acidorc and the workers' modules imported once. A
+spawned interpreter or a ``python`` subprocess imports them again, about a second apiece on
+two busy cores, and the suites start dozens of them.
 
 A test run has one forkserver, and only the first use starts it with a preload list, so every
 suite that uses it asks for the same list: the union of what its workers need (a module that
@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import multiprocessing as mp
 
-PRELOAD = ["rw_workers", "stress_workers", "crash_ops", "writers", "acid_source.table", "acid_source.writes",
-           "acid_source.dml.arrow_changes", "acid_source.maintenance.compactor", "acid_source.maintenance.cleaner"]
+PRELOAD = ["rw_workers", "stress_workers", "crash_ops", "writers", "stale_workers",
+           "acid_source.table", "acid_source.writes", "acid_source.dml.arrow_changes",
+           "acid_source.maintenance.compactor", "acid_source.maintenance.cleaner"]
 
 
 def forkserver():

@@ -1,4 +1,5 @@
-"""Process bodies for tests/objectstore/test_stale_listing.py (module level: "spawn").
+"""Process bodies for tests/objectstore/test_stale_listing.py (module level: forked from the
+forkserver of tests/worker_context.py, :func:`serve_with_environment`).
 
 Each worker is a long-lived process, as Spark's driver, its reused Python workers and any
 ``AcidTable`` user are: the table handle (and whatever file-system instances the process holds)
@@ -6,6 +7,8 @@ lives across commands, while other processes commit.
 """
 
 from __future__ import annotations
+
+import os
 
 import process_workers
 
@@ -57,3 +60,11 @@ COMMANDS = {"count": count, "ids": ids, "delete": delete, "append": append, "com
 
 def serve(conn) -> None:
     process_workers.serve(conn, COMMANDS)
+
+
+def serve_with_environment(conn, environment: dict[str, str]) -> None:
+    """:func:`serve` with the test's environment (the table's credentials among it): a child of
+    the forkserver starts with the server's, which is older."""
+    os.environ.clear()
+    os.environ.update(environment)
+    serve(conn)

@@ -15,9 +15,13 @@ the second still refuses to return or compact a table without a committed write.
 
 from __future__ import annotations
 
+import functools
+import os
+
 import pyarrow as pa
 import pytest
 import stale_workers
+import worker_context
 from process_workers import Worker
 
 import acid_source.storage
@@ -41,14 +45,14 @@ def s3_env(s3_server, monkeypatch):
 
 @pytest.fixture
 def workers():
-    """Processes started on demand, all stopped at the end of the test."""
-    import multiprocessing as mp
-
-    ctx = mp.get_context("spawn")
+    """Processes started on demand, all stopped at the end of the test; each one with the
+    test's environment as it is when the process starts."""
+    ctx = worker_context.forkserver()
     started: list[Worker] = []
 
     def start() -> Worker:
-        started.append(Worker(ctx, stale_workers.serve))
+        started.append(Worker(ctx, functools.partial(stale_workers.serve_with_environment,
+                                                     environment=dict(os.environ))))
         return started[-1]
 
     yield start
