@@ -1,10 +1,12 @@
 """Spawned worker processes that run a test's commands over a pipe, one at a time.
 
 Starting a process costs more than most tests, so a module-scoped :class:`Pool` keeps two
-workers and hands them to each test (``healthy()`` replaces one a failed test left busy or dead).
+workers and hands them to each test (``healthy()`` replaces one a failed test left busy or dead);
+they fork from the forkserver of ``worker_context`` (acidorc already imported) and take the test
+process's environment as it is when they start.
 A workers module (``compaction_workers``, ``conflict_workers``) holds the commands, a dict
 ``COMMANDS`` of name -> function, and a module-level ``def serve(conn): process_workers.serve(conn,
-COMMANDS)``: "spawn" starts the process with a target it can pickle by name.
+COMMANDS)``: the new process gets a target it can unpickle by name.
 
 A command is (name, keyword arguments, environment); the environment (a pause point's arming)
 holds for that one command. Every command gets the pipe as its first argument, so it may talk to
@@ -14,6 +16,7 @@ or ("error", the exception), a RuntimeError with its traceback when the exceptio
 
 from __future__ import annotations
 
+import functools
 import multiprocessing as mp
 import multiprocessing.connection
 import os
@@ -22,6 +25,7 @@ import traceback
 from collections.abc import Callable, Mapping
 
 import pytest
+import worker_context
 
 WAIT = 90.0  # bound of every wait on another process (a safety net, not a synchronization)
 
@@ -58,9 +62,17 @@ def serve(conn, commands: Mapping[str, Callable]) -> None:
         conn.send(answer)
 
 
+def serve_with_environment(conn, target: Callable, environment: dict[str, str]) -> None:
+    """``target(conn)`` with ``environment`` as the whole environment: a child of the forkserver
+    starts with the server's, which is older than the test's."""
+    os.environ.clear()
+    os.environ.update(environment)
+    target(conn)
+
+
 # --- in the test -------------------------------------------------------------------------------
 class Worker:
-    """A spawned process running ``target(conn)`` (a workers module's ``serve``)."""
+    """A process running ``target(conn)`` (a workers module's ``serve``)."""
 
     def __init__(self, ctx, target: Callable):
         self.conn, child = ctx.Pipe()
@@ -113,9 +125,13 @@ class Pool:
     """Two workers serving ``target``, kept across a module's tests."""
 
     def __init__(self, target: Callable):
-        self.ctx = mp.get_context("spawn")
+        self.ctx = worker_context.forkserver()
         self.target = target
-        self.workers = [Worker(self.ctx, target), Worker(self.ctx, target)]
+        self.workers = [self._start(), self._start()]
+
+    def _start(self) -> Worker:
+        return Worker(self.ctx, functools.partial(serve_with_environment, target=self.target,
+                                                  environment=dict(os.environ)))
 
     def healthy(self) -> tuple[Worker, Worker]:
         """Two idle workers (one a failed test left busy or dead is replaced)."""
@@ -123,7 +139,7 @@ class Pool:
             if w.busy or not w.process.is_alive():
                 w.process.kill()
                 w.process.join()
-                self.workers[i] = Worker(self.ctx, self.target)
+                self.workers[i] = self._start()
         return self.workers[0], self.workers[1]
 
     def close(self) -> None:

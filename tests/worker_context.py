@@ -1,5 +1,5 @@
-"""The multiprocessing context for worker processes of the concurrency, crash-point, write and
-stale-listing suites: forkserver with acidorc and the workers' modules imported once. A
+"""The multiprocessing context for worker processes of the concurrency, conflict, crash-point,
+write and stale-listing suites: forkserver with acidorc and the workers' modules imported once. A
 spawned interpreter or a ``python`` subprocess imports them again, about a second apiece on
 two busy cores, and the suites start dozens of them.
 
@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import multiprocessing as mp
 
-PRELOAD = ["rw_workers", "stress_workers", "crash_ops", "writers", "stale_workers",
-           "acid_source.table", "acid_source.writes", "acid_source.dml.arrow_changes",
+PRELOAD = ["rw_workers", "stress_workers", "crash_ops", "writers", "stale_workers", "conflict_workers",
+           "compaction_workers", "acid_source.table", "acid_source.writes", "acid_source.dml.arrow_changes",
            "acid_source.maintenance.compactor", "acid_source.maintenance.cleaner"]
 
 

@@ -1,4 +1,5 @@
-"""Process bodies for tests/concurrency/test_compaction_readers.py (module level: "spawn").
+"""Process bodies for tests/concurrency/test_compaction_readers.py (module level: a new process
+unpickles them by name).
 
 ``serve`` runs the ``COMMANDS`` the test sends over a pipe (:mod:`process_workers`: one at a
 time, a pause point's arming for that command only, ("ok", value) or ("error", exception)). A

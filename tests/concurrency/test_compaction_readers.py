@@ -1,9 +1,10 @@
 """Compaction and vacuum against readers and writers running in other processes.
 
-Real processes (``spawn``), synchronized through pipes and the pause-point FIFOs of
-:class:`acid_source.faults.PauseGate` - no sleeps; every wait is bounded and watches the other
-process's sentinel. Expected rows come from a plain-Python model; ROW__IDs from a read taken
-before the concurrent work (rows nobody changed must keep them).
+Real processes (forked from the forkserver of ``worker_context``), synchronized through pipes
+and the pause-point FIFOs of :class:`acid_source.faults.PauseGate` - no sleeps; every wait is
+bounded and watches the other process's sentinel. Expected rows come from a plain-Python
+model; ROW__IDs from a read taken before the concurrent work (rows nobody changed must keep
+them).
 
 * A reader that started iterating ``AcidTable.scan().toBatches()`` before a minor and a major
   compaction and two ``vacuum(retentionSeconds=0)`` (all in another process) reads its snapshot
@@ -18,7 +19,6 @@ before the concurrent work (rows nobody changed must keep them).
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import os
 import re
 from pathlib import Path
@@ -26,6 +26,7 @@ from pathlib import Path
 import compaction_workers
 import pyarrow as pa
 import pytest
+import worker_context
 from process_workers import WAIT, Pool
 
 from acid_source import create_table
@@ -41,7 +42,7 @@ SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string()), ("p", pa.string())])
 PARTS = ("a", "b")
 
 
-# --- worker processes (process_workers: two spawned workers serving compaction_workers) ---------
+# --- worker processes (process_workers: two workers serving compaction_workers) -----------------
 @pytest.fixture(scope="module")
 def pool():
     p = Pool(compaction_workers.serve)
@@ -120,7 +121,7 @@ def test_a_reader_reads_its_snapshot_to_the_end_through_compactions_and_vacuums(
     snapshot_rows = t.rows()
     assert t.dirs() == {p: write_id_dirs(range(1, 5)) for p in PARTS}
 
-    ctx = mp.get_context("spawn")
+    ctx = worker_context.forkserver()
     reader_in, test_out = ctx.Pipe(duplex=False)
     test_in, reader_out = ctx.Pipe(duplex=False)
     reader = ctx.Process(target=compaction_workers.hold_a_scan, args=(t.location, t.url, reader_out, reader_in),

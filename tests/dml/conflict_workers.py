@@ -1,4 +1,5 @@
-"""Process bodies for the conflict tests (module level: started with "spawn").
+"""Process bodies for the conflict tests (module level: a new process unpickles
+them by name).
 
 ``serve`` runs the ``COMMANDS`` the test sends over a pipe (:mod:`process_workers`), so that one
 process runs many cells (starting a process costs more than a whole cell): one at a time, a

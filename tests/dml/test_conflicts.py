@@ -91,7 +91,7 @@ WRITE_ID_ORDER = {("overwrite", "overwrite"), ("insert", "overwrite"), ("dml", "
 
 
 # ---------------------------------------------------------------------------------------------
-# worker processes (process_workers: two spawned workers serving conflict_workers)
+# worker processes (process_workers: two workers serving conflict_workers)
 # ---------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def pool():
