@@ -98,10 +98,8 @@ class HiveMetastore:
     'hdfs://nn/warehouse/sales.db/orders'
     """
 
-    #: The HMS keeps no commit history (time travel, history()) ...
+    #: The HMS keeps no commit history (time travel, history()).
     keeps_history = False
-    #: ... and decides write conflicts by partition (Hive's write set), never by row.
-    row_level_conflicts = False
 
     def __init__(self, url: str, *, clock: Callable[[], float] = time.time, create: bool = True,
                  lock_timeout: float | None = None, transport: Callable[[Any], Any] = buffered_transport,
@@ -192,9 +190,14 @@ class HiveMetastore:
         if params.get("transactional", "").lower() != "true":
             raise NotAnAcidTableError(location, f"the Hive Metastore at {self.url} has {name} as a table that is "
                                                 "not transactional (TBLPROPERTIES transactional is not true)")
-        if (sd.inputFormat or "") != ORC_INPUT_FORMAT and params.get("transactional_properties") != "insert_only":
+        if (sd.inputFormat or "") != ORC_INPUT_FORMAT:
             raise NotAnAcidTableError(location, f"{name} is a transactional table stored as {sd.inputFormat}; "
                                                 "acidorc reads and writes ORC")
+        try:
+            bucketing_version = int(params.get("bucketing_version") or 1)
+        except ValueError:
+            raise SchemaError(f"{name}: table property bucketing_version={params['bucketing_version']!r} is not "
+                              "1 or 2") from None
         fields = []
         for column in list(sd.cols or ()) + list(table.partitionKeys or ()):
             try:
@@ -211,15 +214,15 @@ class HiveMetastore:
             bucket_columns=tuple(c.lower() for c in sd.bucketCols or ()) if buckets else (),
             num_buckets=buckets, insert_only=params.get("transactional_properties", "").lower() == "insert_only",
             compression=canonical_codec(params.get("orc.compress", "zlib"), name="orc.compress"),
-            bucketing_version=int(params.get("bucketing_version", "1") or 1),
+            bucketing_version=bucketing_version,
             properties=params, created_at=float(table.createTime or 0))
 
     def get_table(self, location: str | os.PathLike | None = None, *, name: str | None = None,
                   table_id: int | None = None) -> TableInfo:
         """The table called ``name`` (``db.table``; ``table`` is in ``default``), at
         ``location`` or with ``table_id`` (all given must match)."""
-        if name is None and table_id is not None:
-            name = self._names.get(int(table_id))
+        if name is None and location is None and table_id is not None:
+            name = self._name_of(table_id)
         if name is None and location is not None:
             found = self.find_table(location)
             if found is None:
