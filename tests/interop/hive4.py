@@ -477,8 +477,21 @@ class Hive4:
     def allocate_write_id(self, uri: str, txn: int, db: str, table: str) -> int:
         return int(self._call("allocateTableWriteId", self.client(uri).allocateTableWriteId, txn, db, table))
 
-    def commit_txn(self, uri: str, txn: int) -> None:
-        self._call(f"commitTxn {txn}", self.client(uri).commitTxn, txn)
+    def commit_txn(self, uri: str, txn: int, *, excl_write_enabled: bool = True) -> None:
+        """Commit ``txn``. ``excl_write_enabled=False`` commits as Hive's ``DbTxnManager`` does
+        with ``hive.txn.xlock.write=false`` (UPDATE / DELETE then take shared-write locks): the
+        ``CommitTxnRequest`` asks the HMS for its write-set check, which aborts the transaction
+        (``TxnAbortedException``, "write conflict") when an overlapping committed transaction
+        updated or deleted in the same table / partition. The default, as the plain
+        ``commitTxn(txnid)`` and Hive's default ``hive.txn.xlock.write=true``, skips that check
+        (exclusive-write locks keep conflicting writers apart instead)."""
+        client = self.client(uri)
+        if excl_write_enabled:
+            self._call(f"commitTxn {txn}", client.commitTxn, txn)
+            return
+        request = self._jvm.org.apache.hadoop.hive.metastore.api.CommitTxnRequest(txn)
+        request.setExclWriteEnabled(False)
+        self._call(f"commitTxn {txn} (write-set check)", client.commitTxn, request)
 
     def abort_txn(self, uri: str, txn: int) -> None:
         self._call(f"rollbackTxn {txn}", self.client(uri).rollbackTxn, txn)
