@@ -273,7 +273,9 @@ def start_hive_metastore(workdir: Path | None = None, *, txn_timeout_seconds: fl
             "metastore.metadata.transformer.class": " ",
         })
         args = _java_command(home, server.conf_dir, SERVER_CLASS,
-                             extra=("-Xmx512m", "-Dderby.language.sequence.preallocator=1"))
+                             extra=("-Xmx512m", "-Dderby.language.sequence.preallocator=1",
+                                    # a lock wait in the embedded Derby fails (Hive retries) instead of hanging
+                                    "-Dderby.locks.waitTimeout=20", "-Dderby.locks.deadlockTimeout=5"))
         if shutil.which("setpriv"):  # dies with the test run, even a killed one
             args = ["setpriv", "--pdeathsig", "KILL", "--", *args]
         with open(server.log, "wb") as out:

@@ -8,8 +8,6 @@ import time
 
 import pytest
 
-from servers.hive_metastore import wait_for
-
 pytestmark = pytest.mark.hms
 
 LONG_MAX = 2**63 - 1  # Java's Long.MAX_VALUE: "no open transaction / write id" in Hive's strings
@@ -106,29 +104,3 @@ def test_acid_table_transactions_and_write_ids(hive_metastore):
         assert [valid_write_id_list(t) for t in response.tblValidWriteIds] == [
             "acidorc_hms_smoke.orders:2:9223372036854775807::2"]
         c.drop_database(db, True, True)
-
-
-def test_a_silent_transaction_is_aborted_by_the_short_timeout_server(hive_metastore_short_timeout):
-    from pymetastore.hive_metastore.ttypes import AbortTxnRequest, HeartbeatRequest, OpenTxnRequest, TxnState
-
-    server = hive_metastore_short_timeout
-    assert server.txn_timeout_seconds == 6
-    with server.client() as c:
-        # a thrift client can read the server's transaction timeout (either key)
-        assert c.get_config_value("metastore.txn.timeout", "") == "6000ms"
-        assert c.get_config_value("hive.txn.timeout", "") == "6000ms"
-        silent, alive = c.open_txns(OpenTxnRequest(num_txns=2, user="acidorc", hostname="localhost")).txn_ids
-        opened = time.monotonic()
-
-        def silent_state():
-            c.heartbeat(HeartbeatRequest(txnid=alive))  # the other one keeps heartbeating
-            states = {t.id: t.state for t in c.get_open_txns_info().open_txns}
-            return states if states.get(silent) != TxnState.OPEN else None
-
-        states = wait_for(silent_state, timeout=server.txn_timeout_seconds + 60, interval=0.5,
-                          what=f"the housekeeper aborting transaction {silent} (silent)")
-        elapsed = time.monotonic() - opened
-        assert states[silent] == TxnState.ABORTED
-        assert states[alive] == TxnState.OPEN
-        assert elapsed >= server.txn_timeout_seconds - 1
-        c.abort_txn(AbortTxnRequest(txnid=alive))
