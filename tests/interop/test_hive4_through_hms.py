@@ -10,8 +10,7 @@ Conflicts: Hive's write-set check runs at commit only when the ``CommitTxnReques
 ``exclWriteEnabled=false`` (Hive's DbTxnManager with ``hive.txn.xlock.write=false``, the mode in
 which UPDATE / DELETE take shared-write locks); Hive's side here commits that way. acidorc's
 UPDATE takes Hive 4's exclusive-write lock before its snapshot, so it waits for a Hive UPDATE
-holding a lock rather than losing a write-set check. MERGE is not
-covered: without Spark ``AcidTable.merge`` is unsupported.
+holding a lock rather than losing a write-set check. MERGE runs on Spark (``AcidTable.forName``).
 """
 
 from __future__ import annotations
@@ -390,3 +389,22 @@ def test_hive4_does_not_see_an_open_or_aborted_acidorc_write_of_another_process(
         if proc.is_alive():
             proc.kill()
     assert proc.exitcode == 0
+
+
+# --- MERGE needs Spark -------------------------------------------------------------------------
+
+@pytest.mark.spark
+def test_hive4_reads_a_spark_merge_through_the_hms(hive4, hive_metastore, db, spark):
+    uri, name = hive_metastore.uri, table_name("merge")
+    create_acid_table(hive_metastore, name).append(rows(SCHEMA, (1, "a"), (2, "b")))  # write id 1
+    target = AcidTable.forName(spark, f"{DB}.{name}", metastoreUrl=uri)
+    source = spark.createDataFrame([(2, "B"), (3, "c")], "id int, v string")
+    (target.alias("t").merge(source.alias("s"), "t.id = s.id")
+     .whenMatchedUpdateAll().whenNotMatchedInsertAll().execute())  # write id 2
+    hive, acid = hive_rows(hive4, uri, name), acid_rows(uri, name)
+    assert hive == acid
+    assert sorted(r[1:] for r in acid) == [(1, "a"), (2, "B"), (3, "c")]
+    by_id = {r[1]: r[0] for r in acid}
+    assert by_id[1] == (1, B0, 0)  # untouched: its row id from the append
+    assert by_id[2][0] == by_id[3][0] == 2  # the update and the insert: the MERGE's write id
+    assert by_id[2] != by_id[3]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import traceback
 
 from acid_source.errors import ConflictError
-from acid_source.metastore import Metastore
+from acid_source.metastore import Metastore, connect
 
 
 def _report(queue, worker: int, fn):
@@ -20,14 +20,15 @@ def _report(queue, worker: int, fn):
 
 
 def allocate_and_commit(url: str, table_id: int, iterations: int, worker: int, start, queue) -> None:
-    """``iterations`` times: open a txn, allocate a write id, commit. Reports (txn, write id) pairs."""
+    """``iterations`` times: open a txn, allocate a write id, commit, on whatever store ``url``
+    names (a Hive Metastore too). Reports (txn, write id) pairs."""
     def run():
-        ms = Metastore(url)
+        ms = connect(url)
         start.wait()
         done = []
         for _ in range(iterations):
             txn = ms.open_transaction(user=f"worker-{worker}")
-            write_id = ms.allocate_write_id(txn, table_id)
+            write_id = ms.allocate_write_id(txn, table_id, operation="insert")
             ms.commit(txn, touched={table_id: [""]}, operation="insert")
             done.append((txn, write_id))
         return done
@@ -73,20 +74,3 @@ def first_use(urls: list[str], worker: int, start, queue) -> None:
 
     _report(queue, worker, run)
 
-
-def allocate_and_commit_by_url(url: str, table_id: int, iterations: int, worker: int, start, queue) -> None:
-    """:func:`allocate_and_commit` on whatever store ``url`` names (a Hive Metastore too)."""
-    def run():
-        from acid_source.metastore import connect
-
-        store = connect(url)
-        start.wait()
-        done = []
-        for _ in range(iterations):
-            txn = store.open_transaction(user=f"worker-{worker}")
-            write_id = store.allocate_write_id(txn, table_id, operation="insert")
-            store.commit(txn, touched={table_id: [""]}, operation="insert")
-            done.append((txn, write_id))
-        return done
-
-    _report(queue, worker, run)

@@ -153,7 +153,7 @@ def test_processes_allocating_write_ids_never_collide(store, store_url, new_tabl
     workers, iterations = 3, 8
     ctx = multiprocessing.get_context("spawn")
     queue, start = ctx.Queue(), ctx.Barrier(workers, timeout=60)
-    procs = [ctx.Process(target=metastore_workers.allocate_and_commit_by_url,
+    procs = [ctx.Process(target=metastore_workers.allocate_and_commit,
                          args=(store_url, table.table_id, iterations, i, start, queue)) for i in range(workers)]
     for p in procs:
         p.start()
