@@ -333,9 +333,12 @@ def test_conflicting_updates_of_one_partition_fail_hive4_and_other_partitions_do
 
 def _staged_writes(uri: str, name: str, conn) -> None:
     """In a separate process: a staged append left open until the parent says ``abort``, then
-    another one left open until it says ``commit``; reports its write ids and each outcome."""
+    (once the parent says ``next``) another one left open until it says ``commit``; reports its
+    write ids and each outcome."""
     t = AcidTable.load(f"{DB}.{name}", metastoreUrl=uri)
     for values in ([(10, "open-then-aborted")], [(20, "open-then-committed")]):
+        if values[0][0] == 20:
+            assert conn.recv() == "next"  # the parent has read the table after the abort
         staged = t.newWrite()
         task = staged.writer(0)
         task.write(rows(SCHEMA, *values).to_batches()[0])
@@ -379,6 +382,7 @@ def test_hive4_does_not_see_an_open_or_aborted_acidorc_write_of_another_process(
         assert got.valid_write_ids == f"{db}.{name}:2:9223372036854775807::2"
         assert acid_rows(uri, name) == committed
 
+        parent.send("next")
         assert receive() == 3  # the second write, open
         assert hive_rows(hive4, uri, name) == committed
         parent.send("commit")
