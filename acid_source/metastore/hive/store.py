@@ -156,12 +156,21 @@ class HiveMetastore:
         self.close()
 
     def _call(self, method: str, *args: Any) -> Any:
-        from pymetastore.hive_metastore.ttypes import MetaException
+        """One thrift call; the metastore's own failures (MetaException, an internal error
+        reported as TApplicationException) become MetastoreError naming it and the call."""
+        from thrift.Thrift import TApplicationException, TException
 
+        tt = self._ttypes()
         try:
             return self._connection.call(method, *args)
-        except MetaException as exc:
-            raise MetastoreError(f"the Hive Metastore at {self.url} refused {method}: {exc.message}",
+        except (tt.NoSuchObjectException, tt.AlreadyExistsException, tt.InvalidObjectException,
+                tt.NoSuchTxnException, tt.TxnAbortedException, tt.NoSuchLockException):
+            raise  # what the callers translate, each in its own terms
+        except TApplicationException as exc:
+            raise MetastoreError(f"the Hive Metastore at {self.url} failed {method}: {exc}", url=self.url) from None
+        except TException as exc:  # MetaException and the other declared refusals
+            raise MetastoreError(f"the Hive Metastore at {self.url} refused {method}: "
+                                 f"{type(exc).__name__}: {getattr(exc, 'message', None) or exc}",
                                  url=self.url) from None
 
     @staticmethod
@@ -481,7 +490,7 @@ class HiveMetastore:
         if key not in _TIMEOUTS:
             try:
                 text = str(self._call("get_config_value", "metastore.txn.timeout", "")).strip().lower()
-            except Exception:  # noqa: BLE001 - a server that refuses config reads: keep the default interval
+            except MetastoreError:  # a server that refuses config reads: keep the default interval
                 text = ""
             _TIMEOUTS[key] = _seconds(text)
         return _TIMEOUTS[key]
