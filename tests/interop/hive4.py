@@ -52,7 +52,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from interop.hive_reader import parse_hive_type
+from interop.hive_reader import parse_hive_type, stop_gateway
 
 __all__ = ["Hive4", "Hive4Error", "HmsRead", "Lock", "Written", "default_lib_dir", "fetch_hive4"]
 
@@ -265,19 +265,7 @@ class Hive4:
                 client.close()
             except Exception:
                 pass
-        if gateway is not None:
-            try:
-                gateway.shutdown()
-            except Exception:
-                pass
-        if proc is not None:
-            try:
-                if proc.stdin:
-                    proc.stdin.close()  # die_on_exit: the JVM exits when stdin closes
-                proc.wait(timeout=10)
-            except (subprocess.TimeoutExpired, OSError):
-                proc.kill()
-                proc.wait(timeout=10)
+        stop_gateway(gateway, proc)
         if getattr(self, "_tmp", None) is not None:
             self._tmp.cleanup()  # type: ignore[union-attr]
             self._tmp = None

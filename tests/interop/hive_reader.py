@@ -383,19 +383,7 @@ class HiveAcidReader:
         """Shut the JVM down (idempotent)."""
         gateway, proc = self._gateway, self._proc
         self._gateway = self._proc = None
-        if gateway is not None:
-            try:
-                gateway.shutdown()
-            except Exception:
-                pass
-        if proc is not None:
-            try:
-                if proc.stdin:
-                    proc.stdin.close()  # die_on_exit: JVM exits when stdin closes
-                proc.wait(timeout=10)
-            except (subprocess.TimeoutExpired, OSError):
-                proc.kill()
-                proc.wait(timeout=10)
+        stop_gateway(gateway, proc)
 
     def __del__(self):  # best effort; prefer close()/with
         try:
@@ -524,3 +512,21 @@ class HiveAcidReader:
                 msg += f"\n--- JVM output (tail) ---\n{output}"
             return HiveReadError(msg, jvm_output=output)
         return e
+
+
+def stop_gateway(gateway, proc) -> None:
+    """Shut a py4j gateway and its JVM down (either may be None): the JVM exits when its stdin
+    closes (``die_on_exit``), else it is killed."""
+    if gateway is not None:
+        try:
+            gateway.shutdown()
+        except Exception:
+            pass
+    if proc is not None:
+        try:
+            if proc.stdin:
+                proc.stdin.close()
+            proc.wait(timeout=10)
+        except (subprocess.TimeoutExpired, OSError):
+            proc.kill()
+            proc.wait(timeout=10)
