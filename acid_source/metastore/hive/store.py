@@ -47,7 +47,7 @@ from ...errors import (
 from ...layout.partitions import parse_partition_segment
 from ...layout.writeids import ValidTxnList, ValidWriteIdList
 from ...orc.codecs import canonical_codec
-from ..tableinfo import TableInfo, normalize_location, table_properties, validate_layout
+from ..tableinfo import TABLE_NAME, TableInfo, normalize_location, table_properties, validate_layout
 from .connection import Connection, MetastoreAddress, buffered_transport
 from .convert import (
     ORC_INPUT_FORMAT,
@@ -255,7 +255,7 @@ class HiveMetastore:
         remembered, others are searched for among every database's tables (name your tables,
         ``db.table``, to avoid that on a large deployment)."""
         text = os.fspath(location)
-        if isinstance(text, str) and "/" not in text and ":" not in text:
+        if isinstance(text, str) and TABLE_NAME.fullmatch(text.strip()):
             try:
                 return self.get_table(name=text)
             except TableNotRegisteredError:
@@ -278,14 +278,22 @@ class HiveMetastore:
 
     def _scan_locations(self) -> None:
         tt = self._ttypes()
-        for db in self._call("get_all_databases"):
-            names = self._call("get_tables", db, "*")
+        for db, names in self._table_names().items():
             for start in range(0, len(names), 100):
                 request = tt.GetTablesRequest(dbName=db, tblNames=names[start:start + 100])
                 for table in self._call("get_table_objects_by_name_req", request).tables or ():
                     if table.sd is not None and table.sd.location:
                         name = f"{table.dbName}.{table.tableName}".lower()
                         self._locations[normalize_location(table.sd.location)] = name
+
+    def _table_names(self) -> dict[str, list[str]]:
+        """Every database's table names (one call per database), each remembered by its id."""
+        names = {db: list(self._call("get_all_tables", db)) for db in self._call("get_all_databases")}
+        for db, tables in names.items():
+            for table in tables:
+                name = f"{db}.{table}".lower()
+                self._names.setdefault(table_id_of(name), name)
+        return names
 
     def list_tables(self) -> list[TableInfo]:
         """The transactional ORC tables of every database."""
@@ -351,7 +359,7 @@ class HiveMetastore:
         """Where a write that creates a table puts it, and its name. A write to a name
         (``db.table``) creates a managed table where Hive would: under the database's location.
         A write to a location needs the name too (option ``tableName``)."""
-        if "/" not in path and ":" not in path:
+        if TABLE_NAME.fullmatch(path.strip()):
             db, table = split_name(path)
             tt = self._ttypes()
             try:
@@ -391,10 +399,7 @@ class HiveMetastore:
         among the names of every database's tables."""
         table_id = int(table_id)
         if table_id not in self._names:
-            for db in self._call("get_all_databases"):
-                for table in self._call("get_all_tables", db):
-                    name = f"{db}.{table}".lower()
-                    self._names.setdefault(table_id_of(name), name)
+            self._table_names()
         try:
             return self._names[table_id]
         except KeyError:
@@ -522,15 +527,13 @@ class HiveMetastore:
             info = self._info(hms)
             if info.partition_columns and op != "compaction":
                 self._add_partitions(info, hms, [p for p in parts if p])
-            if op in WRITE_SET:
+            if op in WRITE_SET and info.partition_columns:  # unpartitioned: the lock component is the entry
                 db, table = split_name(name)
                 write_id = self._write_ids.get((int(txn_id), int(table_id))) \
                     or self.allocate_write_id(txn_id, table_id)  # the one it has: Hive returns it again
                 request = tt.AddDynamicPartitions(txnid=int(txn_id), writeid=write_id, dbname=db, tablename=table,
-                                                  partitionnames=[p for p in parts if p] or [],
+                                                  partitionnames=[p for p in parts if p],
                                                   operationType=WRITE_SET[op])
-                if not info.partition_columns:
-                    continue  # the table-level lock component is the write-set entry
                 try:
                     self._call("add_dynamic_partitions", request)
                 except (tt.NoSuchTxnException, tt.TxnAbortedException) as exc:
