@@ -249,6 +249,13 @@ class AcidOrcDataSource(DataSource):
             staged.abort(reason=f"could not hand the transaction to Spark: {exc}")
             raise
 
+    def streamWriter(self, schema: StructType, overwrite: bool):
+        """``df.writeStream.format("acidorc")``: one transaction per micro-batch, exactly once
+        (:mod:`acid_source.spark.stream_writer`)."""
+        from .stream_writer import make_stream_writer
+
+        return make_stream_writer(self.options, schema, overwrite)
+
     def streamReader(self, schema: StructType):
         """``spark.readStream``: not available yet; the reader raises a typed error on first use."""
         from .streaming import UnavailableStreamReader
