@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 import datetime as dt
 import importlib
-from typing import Any, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping
 
 import pyarrow as pa
 
@@ -40,6 +40,9 @@ from .scan.splits import ROW_ID_COLUMN
 from .staged import StagedWrite
 from .storage import option_pairs
 from .writes import stage_write
+
+if TYPE_CHECKING:
+    from .streaming.connection import StreamingConnection
 
 
 class AcidTable:
@@ -211,6 +214,25 @@ class AcidTable:
         ``"day=2026-11-21"``; the data then lacks the partition columns), in one transaction.
         A shorthand for :meth:`newWrite` with one task."""
         return self._write(data, "overwrite", partition)
+
+    def streamingConnection(self, transactionsPerBatch: int = 10,
+                            partition: str | Mapping[str, Any] | None = None) -> "StreamingConnection":
+        """Hive's streaming ingest for Python producers (``HiveStreamingConnection``'s model):
+        transactions of a batch share one ``delta_x_y`` directory whose bucket files grow, and
+        each commit is an intermediate ORC footer plus a ``_flush_length`` entry, so a reader
+        sees every committed transaction and nothing else, even while the batch is open.
+        ``partition`` names one static partition; without it rows carry their partition columns.
+
+        >>> with table.streamingConnection(transactionsPerBatch=10) as conn:   # doctest: +SKIP
+        ...     conn.beginTransaction()
+        ...     conn.write(batch)
+        ...     conn.commitTransaction()
+        """
+        from .streaming.connection import StreamingConnection
+
+        return StreamingConnection(self.location, metastoreUrl=self._metastore_url,
+                                   storageOptions=self._storage_options,
+                                   transactionsPerBatch=transactionsPerBatch, partition=partition)
 
     def _write(self, data, mode: str, partition) -> dict:
         schema, batches = _batches(data)
