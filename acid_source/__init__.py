@@ -3,6 +3,7 @@
 from ._version import __version__ as __version__
 from .errors import (
     AcidError,
+    BatchAlreadyCommittedError,
     ConflictError,
     CorruptFileError,
     InvalidArgumentError,
@@ -84,6 +85,7 @@ __all__ = [
     "run_initiator",
     # the errors, every one of acid_source.errors
     "AcidError",
+    "BatchAlreadyCommittedError",
     "ConflictError",
     "CorruptFileError",
     "InvalidArgumentError",

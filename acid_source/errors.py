@@ -274,6 +274,22 @@ class ConflictError(AcidError):
         super().__init__(message)
 
 
+class BatchAlreadyCommittedError(ConflictError):
+    """A streaming sink's micro-batch (``sink_id``, ``batch_id``) was committed already, by
+    transaction ``committed_txn_id``: the store aborted this transaction (``txn_id``) in the
+    same database transaction that would have committed it, so a batch replayed after a crash
+    or restart never commits twice. Its files are removed; the sink treats the batch as done."""
+
+    def __init__(self, sink_id: str, batch_id: int, *, committed_txn_id: int | None = None,
+                 txn_id: int | None = None):
+        self.sink_id, self.batch_id = sink_id, batch_id
+        by = f" by transaction {committed_txn_id}" if committed_txn_id is not None else ""
+        aborted = f"; transaction {txn_id} was aborted instead and its files removed" if txn_id is not None else ""
+        super().__init__(f"sink {sink_id!r}: batch {batch_id} was committed already{by}{aborted} "
+                         "(a replayed micro-batch commits nothing twice)",
+                         txn_id=txn_id, committed_txn_id=committed_txn_id)
+
+
 class MergeCardinalityError(AcidError):
     """A MERGE matched one target row with more than one source row (Spark SQL's
     MERGE_CARDINALITY_VIOLATION rule): which source row should win is undefined, so the MERGE

@@ -149,6 +149,7 @@ EXAMPLES = {
     errors.ConflictError: (("lost",), {"txn_id": 8, "committed_txn_id": 7, "location": "/w/t",
                                        "partition": "ds=1"}),
     errors.UnsupportedOperationError: (("streaming read", "not available yet"), {}),
+    errors.BatchAlreadyCommittedError: (("/checkpoints/q1", 7), {"committed_txn_id": 12, "txn_id": 15}),
     errors.MergeCardinalityError: (("t.id = s.id", "/w/t", "(writeId 1, bucketId 536870912, rowId 0)"), {}),
 }
 
