@@ -135,6 +135,27 @@ class NotEnoughHistoryError(AcidError):
         )
 
 
+class HistoryUnavailableError(AcidError):
+    """The change feed (``readChangeFeed`` / ``AcidTable.changes``) asked for a write id whose
+    change events are gone: a major compaction folded its directories into a base (which keeps
+    no delete events, nor the rows deleted before it) and the cleaner removed them. Returning
+    fewer changes would be silent data loss, so the read stops. ``location`` names the table,
+    ``write_id`` the first write id whose history is gone, ``options`` what was asked for,
+    ``partition`` the data object and ``directory`` what holds the write id now (if anything)."""
+
+    def __init__(self, location: str, write_id: int, options: str, *, partition: str = "",
+                 directory: str | None = None):
+        self.location, self.write_id, self.options = location, write_id, options
+        self.partition, self.directory = partition, directory
+        where = f" in {partition}" if partition else ""
+        now = f" (it is folded into {directory})" if directory else ""
+        super().__init__(
+            f"{location}: the change feed for {options} needs the delta directories of write id {write_id}"
+            f"{where}, and compaction and the cleaner removed them{now}; changes are only available from "
+            "write ids whose deltas are still on storage (read a later range, or keep deltas longer: "
+            "vacuum's retentionSeconds, fewer major compactions)")
+
+
 class SnapshotFilesRemovedError(AcidError, FileNotFoundError):
     """A file or directory the read's snapshot selected is gone: the cleaner (``vacuum``)
     removed it after the read's lease expired (or before the read took one). The read stops

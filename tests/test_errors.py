@@ -133,6 +133,8 @@ EXAMPLES = {
     errors.CorruptFileError: (("/warehouse/t/base_1/bucket_00000", "truncated"), {}),
     errors.NotEnoughHistoryError: (("/warehouse/t", "base_5", "d.t:3:3::"), {}),
     errors.SnapshotFilesRemovedError: (("/warehouse/t/delta_0000002_0000002_0000",), {}),
+    errors.HistoryUnavailableError: (("/w/t", 3, "startingVersion=2, endingVersion=5"), {"partition": "p=1",
+                                                                                     "directory": "base_0000005_v9"}),
     errors.SchemaError: (("bad DDL",), {"path": "/warehouse/t", "column": "id", "position": 3}),
     errors.MetastoreError: (("database is locked",), {"url": "sqlite:///m.db"}),
     errors.TableNotRegisteredError: ((), {"location": "/warehouse/t", "name": "d.t"}),
