@@ -16,6 +16,7 @@ import shutil
 import tempfile
 import uuid
 from dataclasses import dataclass, field
+from typing import Iterator
 
 import pyarrow as pa
 
@@ -178,8 +179,7 @@ class TaskWriter:
         self._writers: dict[tuple[str, int], tuple[InsertFileWriter, str, str]] = {}
         _remove_stale_task_dirs()
         self._tmp = tempfile.mkdtemp(prefix=f"{_TMP_PREFIX}{os.getpid()}-")
-        self._names = {f.name.lower(): f for f in plan.data_schema}
-        self._dirs: dict[tuple, str] = {}
+        self._router = RowRouter(plan)
         self._expected = expected
         self._checked: set[pa.Schema] = set()
 
@@ -196,23 +196,8 @@ class TaskWriter:
             self._write(batch)
 
     def _write(self, batch: pa.RecordBatch) -> None:
-        if batch.num_rows == 0:
-            return
-        data = self._data_columns(batch)
-        part_keys = [] if self.plan.static_partition else [self._column(batch, c) for c in self.plan.partition_columns]
-        for part_values, rows in group_rows(data if not part_keys else _with_keys(data, part_keys), part_keys):
-            rows = rows.select(list(range(len(self.plan.data_schema))))
-            if self.plan.static_partition:
-                part_values = tuple(v for _, v in self.plan.static_partition)
-            part = self._partition_dir(tuple(part_values))
-            if self.plan.bucketed:
-                ids = bucket_ids([_wall_clock(rows.column(rows.schema.get_field_index(c)))
-                                  for c in self._bucket_names()],
-                                 self.plan.num_buckets, self.plan.bucketing_version)
-                for (bucket,), bucket_rows in group_rows(rows, [pa.array(ids)]):
-                    self._writer(part, int(bucket)).write(bucket_rows)
-            else:
-                self._writer(part, 0).write(rows)
+        for part, bucket, rows in self._router.route(batch):
+            self._writer(part, bucket).write(rows)
 
     def close(self) -> TaskResult:
         with self._typed_errors("finish its files"):
@@ -253,30 +238,6 @@ class TaskWriter:
         shutil.rmtree(self._tmp, ignore_errors=True)
 
     # --- helpers -----------------------------------------------------------------------------
-    def _partition_dir(self, values: tuple) -> str:
-        found = self._dirs.get(values)
-        if found is None:
-            found = self._dirs[values] = self.plan.partition_dir(values)
-        return found
-
-    def _bucket_names(self) -> list[str]:
-        return [self._names[c.lower()].name for c in self.plan.bucket_columns]
-
-    def _column(self, batch: pa.RecordBatch, name: str) -> pa.Array:
-        idx = _field_index(batch.schema, name)
-        if idx < 0:
-            raise SchemaError(f"the data has no column {name!r}")
-        return batch.column(idx)
-
-    def _data_columns(self, batch: pa.RecordBatch) -> pa.RecordBatch:
-        arrays = []
-        for f in self.plan.data_schema:
-            arr = self._column(batch, f.name)
-            if arr.type != f.type:
-                arr = arr.cast(f.type)
-            arrays.append(arr)
-        return pa.RecordBatch.from_arrays(arrays, schema=self.plan.data_schema)
-
     def _writer(self, part: str, bucket: int) -> InsertFileWriter:
         key = (part, bucket)
         entry = self._writers.get(key)
@@ -302,6 +263,63 @@ class TaskWriter:
                                       plain=self.plan.insert_only)
             entry = self._writers[key] = (writer, tmp_path, final_path)
         return entry[0]
+
+
+
+class RowRouter:
+    """Where rows go: each batch split by partition (the static one, or the rows' partition
+    columns) and, for bucketed tables, by Hive's bucket id - what every inserting writer of a
+    plan does (a write task, a streaming transaction batch). Yields the data columns only, in
+    the table's order and types."""
+
+    def __init__(self, plan: WritePlan):
+        self.plan = plan
+        self._names = {f.name.lower(): f for f in plan.data_schema}
+        self._dirs: dict[tuple, str] = {}
+
+    def route(self, batch: pa.RecordBatch) -> Iterator[tuple[str, int, pa.RecordBatch]]:
+        """``(partition directory, bucket, rows)`` groups of ``batch`` (bucket 0 unbucketed)."""
+        if batch.num_rows == 0:
+            return
+        data = self._data_columns(batch)
+        part_keys = [] if self.plan.static_partition else [self._column(batch, c) for c in self.plan.partition_columns]
+        for part_values, rows in group_rows(data if not part_keys else _with_keys(data, part_keys), part_keys):
+            rows = rows.select(list(range(len(self.plan.data_schema))))
+            if self.plan.static_partition:
+                part_values = tuple(v for _, v in self.plan.static_partition)
+            part = self._partition_dir(tuple(part_values))
+            if self.plan.bucketed:
+                ids = bucket_ids([_wall_clock(rows.column(rows.schema.get_field_index(c)))
+                                  for c in self._bucket_names()],
+                                 self.plan.num_buckets, self.plan.bucketing_version)
+                for (bucket,), bucket_rows in group_rows(rows, [pa.array(ids)]):
+                    yield part, int(bucket), bucket_rows
+            else:
+                yield part, 0, rows
+
+    def _partition_dir(self, values: tuple) -> str:
+        found = self._dirs.get(values)
+        if found is None:
+            found = self._dirs[values] = self.plan.partition_dir(values)
+        return found
+
+    def _bucket_names(self) -> list[str]:
+        return [self._names[c.lower()].name for c in self.plan.bucket_columns]
+
+    def _column(self, batch: pa.RecordBatch, name: str) -> pa.Array:
+        idx = _field_index(batch.schema, name)
+        if idx < 0:
+            raise SchemaError(f"the data has no column {name!r}")
+        return batch.column(idx)
+
+    def _data_columns(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        arrays = []
+        for f in self.plan.data_schema:
+            arr = self._column(batch, f.name)
+            if arr.type != f.type:
+                arr = arr.cast(f.type)
+            arrays.append(arr)
+        return pa.RecordBatch.from_arrays(arrays, schema=self.plan.data_schema)
 
 
 _TMP_PREFIX = "acidorc-task-"
