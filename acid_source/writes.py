@@ -51,19 +51,8 @@ def stage_write(spec: WriteSpec, *, overwrite: bool, data_schema: pa.Schema | No
     else:
         _check_create_options(table, spec)
         storage = Storage(table.location, spec.storage_options)
-    static: tuple[tuple[str, object], ...] = ()
-    if spec.partition is not None:
-        if not table.partition_columns:
-            raise InvalidOptionError("partition", f"{table.location} is not partitioned")
-        given = static_partition_values(spec.partition, list(table.partition_columns))
-        # as the rows of the column would be keyed (a float column's value is a 32-bit float)
-        static = tuple((c, partition_key(convert_partition_value(given[c], table.schema.field(c).type),
-                                         table.schema.field(c).type))
-                       for c in table.partition_columns)
-        partition_path(list(table.partition_columns), tuple(v for _, v in static))  # checks the values
-    table_data = nullable(pa.schema([table.schema.field(n) for n in table.data_columns]))
-    partition_fields = [] if static else [table.schema.field(c) for c in table.partition_columns]
-    expected = pa.schema(list(table_data) + partition_fields)
+    static = static_partition_of(table, spec.partition)
+    expected = write_schema(table, static)
     if data_schema is not None:
         try:
             check_data_schema(table.location, expected, data_schema)
@@ -88,6 +77,29 @@ def stage_write(spec: WriteSpec, *, overwrite: bool, data_schema: pa.Schema | No
                        schema=expected, storage_options=spec.storage_options, check_batches=data_schema is None)
 
 
+def static_partition_of(table: TableInfo, partition) -> tuple[tuple[str, object], ...]:
+    """The ``partition`` option (pairs or a spec) as ``((column, key), ...)``, keyed as the
+    rows of each column would be (a float column's value is a 32-bit float); ``()`` for None."""
+    if partition is None:
+        return ()
+    if not table.partition_columns:
+        raise InvalidOptionError("partition", f"{table.location} is not partitioned")
+    given = static_partition_values(partition, list(table.partition_columns))
+    static = tuple((c, partition_key(convert_partition_value(given[c], table.schema.field(c).type),
+                                     table.schema.field(c).type))
+                   for c in table.partition_columns)
+    partition_path(list(table.partition_columns), tuple(v for _, v in static))  # checks the values
+    return static
+
+
+def write_schema(table: TableInfo, static: tuple) -> pa.Schema:
+    """The columns a writer's batches have: the table's, without the partition columns when
+    the write goes to one static partition."""
+    table_data = nullable(pa.schema([table.schema.field(n) for n in table.data_columns]))
+    partition_fields = [] if static else [table.schema.field(c) for c in table.partition_columns]
+    return pa.schema(list(table_data) + partition_fields)
+
+
 def plan_for_table(table: TableInfo, storage: Storage, write_id: int, *, overwrite: bool = False,
                    static_partition: tuple = (), partition_dirs: tuple = ()) -> WritePlan:
     """The task plan for writing ``write_id`` into a registered table."""
@@ -108,6 +120,10 @@ def plan_for_table(table: TableInfo, storage: Storage, write_id: int, *, overwri
 
 
 def _existing_partition_dirs(txn: Transaction, table: TableInfo, storage: Storage) -> tuple:
+    return existing_partition_dirs_of(txn.metastore, table, storage)
+
+
+def existing_partition_dirs_of(metastore: Metastore, table: TableInfo, storage: Storage) -> tuple:
     """The partition directories of the table: those committed writes recorded in the store,
     and those a listing of the partition directories' names finds (an adopted or Hive-written
     table's store holds only some). Rows of a value that has a directory go there, whatever
@@ -117,7 +133,7 @@ def _existing_partition_dirs(txn: Transaction, table: TableInfo, storage: Storag
     contents: a write does not read the table."""
     if not table.partition_columns:
         return ()
-    paths = {p for p in txn.committed_data_objects(table.table_id) if p}
+    paths = {p for p in metastore.committed_writes(table.table_id)[0] if p}
     with storage.failures("listing the partition directories"):
         if storage.exists(storage.root):
             paths.update(_partition_names(storage, storage.root, "", len(table.partition_columns)))
