@@ -458,3 +458,66 @@ def parse_partition_spec(text: str) -> StaticPartition:
             raise InvalidOptionError("partition", f"{segment!r} is not of the form column=value")
         pairs.append(parsed)
     return tuple(pairs)
+
+
+#: Options of ``spark.readStream.format("acidorc")`` (the batch-only ones - snapshots, time
+#: travel, filters - are refused: a stream follows commits).
+STREAM_READ_OPTIONS = {
+    "path": READ_OPTIONS["path"],
+    "metastoreUrl": READ_OPTIONS["metastoreUrl"],
+    STORAGE_OPTIONS_JSON: _STORAGE_JSON_HELP,
+    "startingVersion": "the write id the stream starts at, or 'latest' (only what commits from now on); default: "
+                       "the whole table as it is, then its changes",
+    "readChangeFeed": "true to stream change rows (_change_type insert/delete, _commit_version, _commit_timestamp), "
+                      "updates and deletes included",
+    "skipChangeCommits": "true to leave out commits that updated or deleted rows (without readChangeFeed they fail "
+                         "the query)",
+    "maxWriteIdsPerTrigger": "at most this many committed write ids per micro-batch",
+    "maxRowsPerTrigger": "about this many rows per micro-batch (whole write ids: at least one)",
+}
+
+
+def _positive_int(opts: dict, name: str) -> int | None:
+    if name not in opts:
+        return None
+    try:
+        value = int(str(opts[name]).strip())
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise InvalidOptionError(name, f"expected an integer >= 1, got {opts[name]!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class StreamReadSpec:
+    """A streaming read, typed (:mod:`acid_source.spark.stream_reader`)."""
+
+    path: str
+    metastore_url: str | None = None
+    storage_options: tuple = ()
+    starting_version: int | str | None = None  # None: the table as it is, then changes; "latest"; a write id
+    read_change_feed: bool = False
+    skip_change_commits: bool = False
+    max_write_ids_per_trigger: int | None = None
+    max_rows_per_trigger: int | None = None
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, str]) -> "StreamReadSpec":
+        opts = _canonical(dict(options), STREAM_READ_OPTIONS, READ_OPTIONS)
+        start: int | str | None = None
+        if "startingVersion" in opts:
+            text = str(opts["startingVersion"]).strip().lower()
+            start = "latest" if text == "latest" else parse_version("startingVersion", opts["startingVersion"])
+            if start == 0:
+                raise InvalidOptionError("startingVersion", "write ids start at 1")
+        return cls(
+            path=_path(opts, ".load(path)"),
+            metastore_url=opts.get("metastoreUrl"),
+            storage_options=_storage_options(opts),
+            starting_version=start,
+            read_change_feed=parse_bool("readChangeFeed", opts.get("readChangeFeed", "false")),
+            skip_change_commits=parse_bool("skipChangeCommits", opts.get("skipChangeCommits", "false")),
+            max_write_ids_per_trigger=_positive_int(opts, "maxWriteIdsPerTrigger"),
+            max_rows_per_trigger=_positive_int(opts, "maxRowsPerTrigger"),
+        )
