@@ -127,6 +127,8 @@ def _unknown_option_message(key: str, known: dict[str, str], other: dict[str, st
     valid = ", ".join(sorted(known)) + ", fs.<storage option>"
     misplaced = {k.lower(): k for k in other if k not in known}.get(key.lower())
     if misplaced is not None:
+        if known is STREAM_READ_OPTIONS:
+            return f"{misplaced!r} is a batch read option, not valid for a streaming read; valid options are: {valid}"
         kind = "read" if known is WRITE_OPTIONS else "write"
         return f"{misplaced!r} is a {kind} option, not valid here; valid options are: {valid}"
     by_lower = {k.lower(): k for k in known}
