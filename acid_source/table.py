@@ -42,6 +42,9 @@ from .storage import option_pairs
 from .writes import stage_write
 
 if TYPE_CHECKING:
+    from .streaming.changes import AcidChanges
+
+if TYPE_CHECKING:
     from .streaming.connection import StreamingConnection
 
 
@@ -184,6 +187,25 @@ class AcidTable:
     def toArrow(self) -> pa.Table:
         """The whole table at its latest snapshot."""
         return self.scan().toArrow()
+
+    def changes(self, startingVersion: int | None = None, endingVersion: int | None = None, *,
+                startingTimestamp: Any = None, endingTimestamp: Any = None) -> "AcidChanges":
+        """The change feed (Delta Lake's change data feed): the rows the committed write ids
+        ``startingVersion..endingVersion`` (both inclusive; the end defaults to the latest)
+        inserted and deleted, or those committed between ``startingTimestamp`` and
+        ``endingTimestamp`` (datetime, ISO-8601 string - UTC unless it names a zone - or epoch
+        seconds). The table's columns plus ``_change_type`` (``insert`` / ``delete``),
+        ``_commit_version`` (write id) and ``_commit_timestamp``. Read from the write ids' own
+        delta files; an UPDATE is a delete and an insert of the same version. Changes whose
+        deltas compaction and the cleaner removed are a HistoryUnavailableError.
+
+        >>> t.changes(startingVersion=3, endingVersion=5).toArrow()       # doctest: +SKIP
+        """
+        from .streaming.changes import table_changes
+
+        return table_changes(self.location, startingVersion=startingVersion, endingVersion=endingVersion,
+                             startingTimestamp=startingTimestamp, endingTimestamp=endingTimestamp,
+                             metastore_url=self._metastore_url, storage_options=self._storage_options)
 
     # --- writing ---------------------------------------------------------------------------
     def newWrite(self, mode: str = "append", partition: str | Mapping[str, Any] | None = None) -> "StagedWrite":

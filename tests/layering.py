@@ -37,10 +37,11 @@ from pathlib import Path
 
 EXECUTOR_SIDE = ("scan.reader", "scan.visibility", "scan.splits", "write.task", "write.rows", "orc.**",
                  "layout.**", "dml.events", "maintenance.compaction_tasks", "errors", "storage", "faults",
-                 "settings", "java_numbers")
+                 "settings", "java_numbers", "streaming.change_reader")
 DRIVER_SIDE = ("metastore.**", "txn", "resolve", "writes", "table", "tables", "heartbeat", "completeness",
                "scan.planner", "maintenance.compactor", "maintenance.initiator", "maintenance.cleaner",
-               "dml.execution", "dml.row_conflicts", "commit", "maintenance.auto_compact")
+               "dml.execution", "dml.row_conflicts", "commit", "maintenance.auto_compact",
+               "streaming.change_plan", "streaming.changes")
 DRIVER_SIDE_EXTERNAL = ("sqlalchemy", "sqlglot")
 
 # what each low layer may import from its own package (relative names; "x.**" is x and below)

@@ -1,0 +1,397 @@
+"""Planning a change feed on the driver: which committed write ids, which of their delta and
+delete-delta directories, and one :class:`~acid_source.streaming.change_reader.ChangeSplit`
+per (partition directory, bucket).
+
+Changes come from the write ids' own events, never from a diff of two scans: insert events
+whose ``currentTransaction`` is a wanted write id (a minor compaction's ``delta_x_y_vT`` keeps
+each event's write id, so it serves as well as the original deltas), and their delete events,
+whose rows' values are looked up by ROW__ID on the executors. A major compaction's base keeps
+neither delete events nor the rows deleted before it, so once the cleaner removed a write id's
+deltas its changes are gone: that is a :class:`HistoryUnavailableError`, found from the
+listing and the store's record of which data objects each write id wrote - never silently
+fewer changes. While compacted deltas are still there, they are read.
+
+The order is the one :mod:`acid_source.resolve` keeps: the store's history (which write ids
+committed) first, then a snapshot (which compaction outputs are committed), then the listing,
+so every directory a committed write wrote is listed.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import operator
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from ..completeness import Gap, missing_data_error, partition_key, relative
+from ..errors import (
+    CorruptFileError,
+    HistoryUnavailableError,
+    InvalidArgumentError,
+    InvalidOptionError,
+    SnapshotFilesRemovedError,
+    UnsupportedOperationError,
+    VersionNotFoundError,
+)
+from ..layout.acid_state import AcidDir, check_not_removing
+from ..layout.names import FLUSH_LENGTH_SUFFIX, is_flush_length_file, is_hidden, parse_bucket_file, parse_dir_name
+from ..layout.table_dirs import TableLayout, convert_partition_value, discover_layout
+from ..layout.writeids import RangeResponse, ValidTxnList, ValidWriteIdList
+from ..orc.files import read_flush_length
+from ..resolve import registered_table
+from ..scan.resolved import nullable
+from ..scan.splits import FileSlice
+from ..storage import FileEntry, Storage
+from .change_reader import ChangeContext, ChangeSplit, change_schema
+
+#: operations whose commits may hold delete events (UPDATE, DELETE, MERGE)
+DML_OPERATIONS = ("update", "delete", "merge")
+OVERWRITE_OPERATIONS = ("insert_overwrite",)
+_ATTEMPTS = 3  # listings before a write id no directory holds is called missing data
+
+
+@dataclass(frozen=True)
+class ChangePlan:
+    """What a change feed reads: ``write_ids`` (the committed ones among those asked for,
+    ascending), ``dml_write_ids`` (those that may have written delete events: an UPDATE,
+    DELETE or MERGE whose delete events are on storage), the context every split shares and
+    the splits (picklable; read each with :func:`~acid_source.streaming.change_reader.read_change_split`)."""
+
+    location: str
+    write_ids: tuple[int, ...]
+    dml_write_ids: tuple[int, ...]
+    context: ChangeContext
+    splits: tuple[ChangeSplit, ...]
+
+    @property
+    def schema(self) -> pa.Schema:
+        return self.context.output_schema
+
+    @property
+    def has_deletes(self) -> bool:
+        return bool(self.dml_write_ids)
+
+
+def plan_changes(location: str, write_ids: Iterable[int], *, metastore_url: str | None = None,
+                 storage_options: tuple = (), asked: str | None = None) -> ChangePlan:
+    """The change feed of an explicit set of write ids (not necessarily contiguous: e.g. the
+    write ids committed between two snapshots). Write ids that are not committed (open,
+    aborted, never allocated) are left out: they have no changes. ``asked`` says what the
+    caller asked for, in errors (default: the write ids)."""
+    wanted = sorted({_write_id(w) for w in write_ids})
+    shown = asked or f"write ids {_shown(wanted)}"
+    return _plan(location, lambda history: [w for w in wanted if w in history], shown,
+                 metastore_url=metastore_url, storage_options=storage_options)
+
+
+def plan_change_range(location: str, *, starting_version: int | None = None, ending_version: int | None = None,
+                      starting_timestamp: float | None = None, ending_timestamp: float | None = None,
+                      metastore_url: str | None = None, storage_options: tuple = ()) -> ChangePlan:
+    """The change feed of the committed write ids ``starting_version..ending_version`` (both
+    inclusive; the end defaults to the latest), or of those committed at or after
+    ``starting_timestamp`` and at or before ``ending_timestamp`` (UTC epoch seconds). A
+    starting version after the latest one is a :class:`VersionNotFoundError`; a time range
+    without commits is empty."""
+    asked = ", ".join(f"{name}={_shown_value(value)}" for name, value in (
+        ("startingVersion", starting_version), ("endingVersion", ending_version),
+        ("startingTimestamp", starting_timestamp), ("endingTimestamp", ending_timestamp)) if value is not None)
+
+    def select(history: dict[int, dict]) -> list[int]:
+        latest = max(history, default=0)
+        if starting_version is not None and starting_version > latest:
+            raise VersionNotFoundError(f"{location}: the change feed for {asked} starts after the latest version "
+                                       f"{latest}", write_id=starting_version)
+        # times compare as the feed shows them: to the microsecond
+        start = None if starting_timestamp is None else _micros(starting_timestamp)
+        end = None if ending_timestamp is None else _micros(ending_timestamp)
+        chosen = []
+        for w in sorted(history):
+            when = _micros(history[w]["commit_time"])
+            if starting_version is not None and w < starting_version:
+                continue
+            if ending_version is not None and w > ending_version:
+                continue
+            if (start is not None and when < start) or (end is not None and when > end):
+                continue
+            chosen.append(w)
+        return chosen
+
+    return _plan(location, select, asked, metastore_url=metastore_url, storage_options=storage_options)
+
+
+# --- the plan ----------------------------------------------------------------------------------
+def _plan(location: str, select: Callable[[dict[int, dict]], list[int]], asked: str, *,
+          metastore_url: str | None, storage_options: tuple) -> ChangePlan:
+    store, info = registered_table(location, metastore_url, ", whose commit history a change feed reads")
+    if not getattr(store, "keeps_history", True):
+        raise UnsupportedOperationError(
+            "readChangeFeed", f"{info.location} is kept in {store.url}, which records no commit history (which "
+                              "write ids committed when, and which partitions each wrote); the change feed needs "
+                              "it: use acidorc's own transaction store")
+    if info.insert_only:
+        raise UnsupportedOperationError(
+            "readChangeFeed", f"{info.location} is an insert-only table: its rows carry no write id, so the change "
+                              "feed cannot tell which write added them")
+    storage = Storage(info.location, storage_options)
+    table_schema = nullable(info.schema)
+    output = change_schema(table_schema)
+    key = partition_key(info)
+    problem: Exception | None = None
+    for _attempt in range(_ATTEMPTS):
+        history = {h["write_id"]: h for h in store.history(info.table_id) if h["write_id"] is not None}
+        wanted = select(history)
+        overwrites = [w for w in wanted if history[w]["operation"] in OVERWRITE_OPERATIONS]
+        if overwrites:
+            raise UnsupportedOperationError(
+                "readChangeFeed", f"write id {overwrites[0]} of {info.location} overwrote data ({asked}); the change "
+                                  "feed lists the changes of appends, UPDATE, DELETE and MERGE, not the rows an "
+                                  "overwrite replaced: read a range that starts after it")
+        now_ids, now_txns = store.snapshot(info.table_id)  # after the history: every wanted write id is committed
+        layout = discover_layout(storage)  # after the snapshot
+        by_object = _directories_by_object(layout, key)
+        touched: dict[str, list[int]] = defaultdict(list)
+        for w in wanted:
+            for part in history[w]["touched"]:
+                touched[part].append(w)
+        try:
+            dirs = {}
+            for part, ids in sorted(touched.items()):
+                for path in by_object.get(key(part), []):
+                    dirs[path] = _usable_dirs(layout.listings[path], now_ids, now_txns)
+                _check_history(layout, info.location, part, ids, [dirs[p] for p in by_object.get(key(part), [])],
+                               by_object.get(key(part), []), asked)
+            problem = None
+            break
+        except (HistoryUnavailableError, _Missing) as exc:
+            problem = exc
+    if problem is not None:
+        if isinstance(problem, _Missing):
+            raise missing_data_error(layout, [problem.gap], f"read the change feed for {asked}")
+        raise problem
+    micros = tuple(_micros(history[w]["commit_time"]) for w in wanted)
+    ctx = ChangeContext(storage, storage.display(), output, tuple(info.partition_columns), tuple(wanted), micros,
+                        asked)
+    part_fields = [table_schema.field(c) for c in info.partition_columns]
+    splits: list[ChangeSplit] = []
+    dml: set[tuple[int, bool]] = set()  # (write id, from its own delete delta) of delete events found
+    for part in layout.partitions:
+        if part.path not in dirs:
+            continue
+        values = tuple(convert_partition_value(raw, f.type) for raw, f in zip(part.raw_values, part_fields))
+        deltas, bases = dirs[part.path]
+        splits.extend(_partition_splits(storage, part.path, values, layout.listings[part.path], deltas, bases,
+                                        wanted, dml))
+    # a write id's own delete delta says it wrote delete events; a compacted one (a range) says
+    # so for the write ids of the range whose operation can write them
+    dml_ids = tuple(w for w in wanted if (w, True) in dml or ((w, False) in dml and
+                                                               history[w]["operation"] in DML_OPERATIONS))
+    return ChangePlan(info.location, tuple(wanted), dml_ids, ctx, tuple(splits))
+
+
+class _Missing(Exception):
+    def __init__(self, gap: Gap):
+        self.gap = gap
+
+
+def _directories_by_object(layout: TableLayout, key) -> dict[object, list[str]]:
+    """Listed partition directories by the store's identity of their data object."""
+    found: dict[object, list[str]] = {}
+    for part in layout.partitions:
+        found.setdefault(key(relative(layout, part.path)), []).append(part.path)
+    return found
+
+
+def _usable_dirs(entries: list[FileEntry], write_ids: ValidWriteIdList,
+                 txns: ValidTxnList) -> tuple[list[AcidDir], list[AcidDir]]:
+    """The insert and delete deltas and the bases of one listing a reader may use now: committed
+    compaction outputs, deltas not wholly aborted, overwrite bases of committed write ids."""
+    deltas, bases = [], []
+    for entry in entries:
+        if not entry.is_dir or is_hidden(entry.name):
+            continue
+        parsed = parse_dir_name(entry.name)
+        if parsed is None or not txns.is_txn_valid(parsed.visibility_txn_id):
+            continue
+        if parsed.is_base:
+            if parsed.visibility_txn_id or write_ids.is_write_id_valid(parsed.write_id):
+                bases.append(AcidDir(entry.path, parsed))
+        elif write_ids.is_write_id_range_aborted(parsed.min_write_id, parsed.max_write_id) is not RangeResponse.ALL:
+            deltas.append(AcidDir(entry.path, parsed))
+    return deltas, sorted(bases, key=lambda b: -b.parsed.write_id)
+
+
+def _check_history(layout: TableLayout, location: str, part: str, ids: list[int],
+                   dirs: list[tuple[list[AcidDir], list[AcidDir]]], paths: list[str], asked: str) -> None:
+    """Every write id of ``ids`` wrote data object ``part``: a delta or delete delta listed
+    there must hold it. Held by a base only: compaction and the cleaner removed its history.
+    Held by nothing: storage lost it (or the listing is stale)."""
+    for w in ids:
+        if any(d.parsed.min_write_id <= w <= d.parsed.max_write_id for deltas, _ in dirs for d in deltas):
+            continue
+        base = next((b for _, bases in dirs for b in bases if b.parsed.write_id >= w), None)
+        if base is not None:
+            raise HistoryUnavailableError(location, w, asked, partition=part, directory=base.parsed.name)
+        raise _Missing(Gap(part, (w,), paths[0] if paths else None))
+
+
+# --- splits ------------------------------------------------------------------------------------
+def _cover(dirs: list[AcidDir]) -> list[AcidDir]:
+    """Directories of one kind (insert or delete deltas) that hold every event once: Hive's
+    choice of working deltas (a wider compacted delta before the deltas it holds, several
+    statements of one write id all kept), with no base."""
+    kept: list[AcidDir] = []
+    current, last_statement = 0, -1
+    for d in sorted(dirs, key=lambda d: d.parsed.sort_key(d.path)):
+        p = d.parsed
+        if p.max_write_id > current:
+            kept.append(d)
+            current, last_statement = p.max_write_id, p.statement_id
+        elif p.max_write_id == current and last_statement >= 0 and p.statement_id >= 0:
+            kept.append(d)
+    return kept
+
+
+def _holds_any(d: AcidDir, wanted: list[int]) -> bool:
+    from bisect import bisect_left
+
+    i = bisect_left(wanted, d.parsed.min_write_id)
+    return i < len(wanted) and wanted[i] <= d.parsed.max_write_id
+
+
+def _partition_splits(storage: Storage, path: str, values: tuple, entries: list[FileEntry], deltas: list[AcidDir],
+                      bases: list[AcidDir], wanted: list[int], dml: set[tuple[int, bool]]) -> list[ChangeSplit]:
+    insert_cover = _cover([d for d in deltas if not d.parsed.is_delete])
+    delete_cover = _cover([d for d in deltas if d.parsed.is_delete])
+    buckets: dict[int, dict[str, list[FileSlice]]] = defaultdict(lambda: {"inserts": [], "deletes": []})
+    for d in delete_cover:
+        if not _holds_any(d, wanted):
+            continue
+        slices = _dir_slices(storage, d)
+        for s in slices:
+            buckets[s.bucket_id]["deletes"].append(s)
+        if slices:
+            own = d.parsed.min_write_id == d.parsed.max_write_id
+            dml.update((w, own) for w in wanted if d.parsed.min_write_id <= w <= d.parsed.max_write_id)
+    for d in insert_cover:
+        if _holds_any(d, wanted):
+            for s in _dir_slices(storage, d):
+                buckets[s.bucket_id]["inserts"].append(s)
+    lookups: dict[int, list[FileSlice]] = defaultdict(list)
+    if any(b["deletes"] for b in buckets.values()):
+        for d in insert_cover + bases:  # where a deleted row's insert event may be: deltas, then bases
+            for s in _dir_slices(storage, d):
+                lookups[s.bucket_id].append(s)
+        for s in _original_slices(storage, entries):
+            lookups[s.bucket_id].append(s)
+    return [ChangeSplit(path, values, bucket, tuple(files["inserts"]), tuple(files["deletes"]),
+                        tuple(lookups[bucket]) if files["deletes"] else ())
+            for bucket, files in sorted(buckets.items())]
+
+
+def _dir_slices(storage: Storage, d: AcidDir) -> list[FileSlice]:
+    """The data files of one directory, as the scan planner slices them (a streamed delta's
+    files cut at their committed length)."""
+    p = d.parsed
+    try:
+        entries = storage.list_dir(d.path)
+    except FileNotFoundError:  # listed with the table, removed by the cleaner since
+        raise SnapshotFilesRemovedError(storage.display(d.path)) from None
+    check_not_removing(storage, d.path, entries)
+    names = {e.name for e in entries}
+    streaming = p.kind == "delta" and p.min_write_id != p.max_write_id and p.visibility_txn_id == 0
+    slices = []
+    for entry in sorted(entries, key=lambda e: e.path):
+        if entry.is_dir or is_hidden(entry.name) or is_flush_length_file(entry.name):
+            continue
+        storage.check_inside_root(entry.path)
+        bucket = parse_bucket_file(entry.name).bucket_id
+        if bucket < 0:
+            raise CorruptFileError(storage.display(entry.path),
+                                   "data file name carries no bucket id (expected bucket_N)")
+        length = None
+        if streaming and entry.name + FLUSH_LENGTH_SUFFIX in names:
+            length = read_flush_length(storage, entry.path + FLUSH_LENGTH_SUFFIX)
+            if length <= 0:
+                continue
+        elif entry.size == 0:
+            continue
+        slices.append(FileSlice(entry.path, bucket, p.kind, p.min_write_id, p.max_write_id, p.statement_id,
+                                length=length, size=length if length is not None else entry.size))
+    return slices
+
+
+def _original_slices(storage: Storage, entries: list[FileEntry]) -> list[FileSlice]:
+    """Pre-ACID files in the partition directory itself, with the earlier files of their bucket
+    (their synthetic row ids count on from those)."""
+    earlier: dict[int, list[str]] = defaultdict(list)
+    slices = []
+    for entry in sorted((e for e in entries if not e.is_dir and not is_hidden(e.name) and e.size > 0),
+                        key=lambda e: e.path):
+        bucket = parse_bucket_file(entry.name).bucket_id
+        if bucket < 0:
+            raise CorruptFileError(storage.display(entry.path),
+                                   "a pre-ACID file of a full-ACID table must be named like 000000_0 (its bucket id)")
+        slices.append(FileSlice(entry.path, bucket, "original", 0, 0, -1, earlier_originals=tuple(earlier[bucket]),
+                                size=entry.size))
+        earlier[bucket].append(entry.path)
+    return slices
+
+
+# --- arguments ---------------------------------------------------------------------------------
+def _write_id(value) -> int:
+    try:
+        if isinstance(value, bool):
+            raise TypeError
+        value = operator.index(value)
+    except TypeError:
+        raise InvalidArgumentError("writeIds", f"expected integer write ids, got {value!r}") from None
+    if value < 1:
+        raise InvalidArgumentError("writeIds", f"write ids are >= 1, got {value}")
+    return value
+
+
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+
+
+def _micros(seconds: float) -> int:
+    """UTC epoch seconds as whole microseconds, rounded as a datetime rounds them (history()
+    shows commit times as datetimes)."""
+    try:
+        return (dt.datetime.fromtimestamp(seconds, dt.timezone.utc) - _EPOCH) // dt.timedelta(microseconds=1)
+    except (OverflowError, OSError, ValueError):  # beyond datetime's years 1..9999: before or after every commit
+        return int(max(min(seconds, 1e15), -1e15) * 1_000_000)
+
+
+def _shown(ids: list[int]) -> str:
+    return "[" + ", ".join(map(str, ids[:10])) + (", ..." if len(ids) > 10 else "") + "]"
+
+
+def _shown_value(value) -> str:
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return repr(value)
+        return dt.datetime.fromtimestamp(value, dt.timezone.utc).isoformat()
+    return str(value)
+
+
+def check_range(starting_version, ending_version, starting_timestamp, ending_timestamp, *,
+                error: Callable[[str, str], Exception] = InvalidOptionError) -> None:
+    """The rules of a change feed's range: a start (version or timestamp, not both), at most one
+    end, and an end not before the start. ``error(name, message)`` builds the error (an option's
+    or an argument's)."""
+    if starting_version is None and starting_timestamp is None:
+        raise error("startingVersion", "the change feed needs a start: startingVersion (a write id) or "
+                                       "startingTimestamp")
+    if starting_version is not None and starting_timestamp is not None:
+        raise error("startingTimestamp", "give startingVersion or startingTimestamp, not both")
+    if ending_version is not None and ending_timestamp is not None:
+        raise error("endingTimestamp", "give endingVersion or endingTimestamp, not both")
+    if starting_version is not None and ending_version is not None and ending_version < starting_version:
+        raise error("endingVersion", f"{ending_version} is before startingVersion {starting_version}")
+    if starting_timestamp is not None and ending_timestamp is not None and ending_timestamp < starting_timestamp:
+        raise error("endingTimestamp", f"{_shown_value(ending_timestamp)} is before startingTimestamp "
+                                       f"{_shown_value(starting_timestamp)}")

@@ -1,0 +1,175 @@
+"""The change feed's planner: explicit sets of write ids (what the streaming source asks for),
+ranges of versions and times, which write ids deleted rows, and the history compaction and the
+cleaner removed (a HistoryUnavailableError, never fewer changes)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import pickle
+
+import pyarrow as pa
+import pytest
+
+from acid_source import create_table
+from acid_source.errors import (
+    HistoryUnavailableError,
+    InvalidArgumentError,
+    TableNotRegisteredError,
+    UnsupportedOperationError,
+    VersionNotFoundError,
+)
+from acid_source.streaming.change_plan import plan_change_range, plan_changes
+from acid_source.streaming.change_reader import read_change_split
+from acid_source.table import AcidTable
+
+SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string()), ("p", pa.string())])
+
+
+@pytest.fixture
+def table(tmp_path):
+    url = f"sqlite:///{tmp_path}/store.db"
+    create_table(str(tmp_path / "t"), SCHEMA, partition_columns=["p"], bucket_columns=["id"], num_buckets=2,
+                 metastore_url=url)
+    return AcidTable.load(str(tmp_path / "t"), metastoreUrl=url), url
+
+
+def rows(ids, p="x"):
+    return pa.table({"id": pa.array(ids, pa.int64()), "v": [f"v{i}" for i in ids], "p": [p] * len(ids)})
+
+
+def changes(plan) -> list[tuple]:
+    """(version, change, id, v, p) of every change row, sorted."""
+    batches = [b for s in plan.splits for b in read_change_split(pickle.loads(pickle.dumps(s)),
+                                                                 pickle.loads(pickle.dumps(plan.context)))]
+    t = pa.Table.from_batches(batches, schema=plan.schema)
+    return sorted(zip(t.column("_commit_version").to_pylist(), t.column("_change_type").to_pylist(),
+                      t.column("id").to_pylist(), t.column("v").to_pylist(), t.column("p").to_pylist()))
+
+
+def test_an_explicit_set_of_write_ids_need_not_be_contiguous(table):
+    t, url = table
+    t.append(rows([1, 2]))                        # 1
+    t.append(rows([3], "y"))                      # 2
+    t.update("id = 1", {"v": "'new'", "p": "'y'"})  # 3: moves the row to another partition
+    t.delete("id = 3")                            # 4
+    plan = plan_changes(t.location, [4, 1], metastore_url=url)
+    assert plan.write_ids == (1, 4) and plan.dml_write_ids == (4,) and plan.has_deletes
+    assert changes(plan) == [(1, "insert", 1, "v1", "x"), (1, "insert", 2, "v2", "x"), (4, "delete", 3, "v3", "y")]
+    update = plan_changes(t.location, {3}, metastore_url=url)
+    assert update.dml_write_ids == (3,)
+    assert changes(update) == [(3, "delete", 1, "v1", "x"), (3, "insert", 1, "new", "y")]
+    appends = plan_changes(t.location, [2], metastore_url=url)
+    assert appends.dml_write_ids == () and not appends.has_deletes
+    assert plan.schema.names == ["id", "v", "p", "_change_type", "_commit_version", "_commit_timestamp"]
+
+
+def test_open_and_aborted_write_ids_never_appear(table):
+    t, url = table
+    t.append(rows([1]))                                               # 1
+
+    def failing():
+        yield rows([2]).to_batches()[0]
+        raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError):
+        t.append(failing())                                           # 2: aborted
+    with t.newWrite() as staged:                                      # 3: stays open
+        writer = staged.writer(0)
+        writer.write(rows([3]).to_batches()[0])
+        result = writer.close()
+        t.append(rows([4]))                                           # 4
+        plan = plan_changes(t.location, [1, 2, 3, 4], metastore_url=url)
+        assert plan.write_ids == (1, 4)
+        assert [c[2] for c in changes(plan)] == [1, 4]
+        assert [c[2] for c in changes(plan_change_range(t.location, starting_version=1, metastore_url=url))] == [1, 4]
+        staged.commit([result])
+    assert [c[:3] for c in changes(plan_changes(t.location, [3], metastore_url=url))] == [(3, "insert", 3)]
+
+
+def test_compacted_deltas_serve_until_a_major_compaction_is_cleaned(table):
+    t, url = table
+    t.append(rows([1, 2, 3]))          # 1
+    t.delete("id = 2")                 # 2
+    t.update("id = 3", {"v": "'w'"})   # 3
+    expected = changes(plan_changes(t.location, [1, 2, 3], metastore_url=url))
+    t.compact("minor")
+    assert changes(plan_changes(t.location, [1, 2, 3], metastore_url=url)) == expected
+    t.vacuum(retentionSeconds=0)       # the minor compaction's outputs hold every event
+    assert changes(plan_changes(t.location, [1, 2, 3], metastore_url=url)) == expected
+    t.compact("major")                 # compacted, not cleaned: the deltas are still there
+    assert changes(plan_changes(t.location, [1, 2, 3], metastore_url=url)) == expected
+    t.vacuum(retentionSeconds=0)
+    t.append(rows([4]))                # 5 (4 was the compaction's transaction, no write id)
+    t.delete("id = 3")                 # 6: deletes a row the base holds
+    with pytest.raises(HistoryUnavailableError) as caught:
+        plan_change_range(t.location, starting_version=2, ending_version=5, metastore_url=url)
+    assert caught.value.write_id == 2 and caught.value.location == t.location
+    assert caught.value.options == "startingVersion=2, endingVersion=5" and caught.value.partition == "p=x"
+    assert "base_0000003" in str(caught.value)
+    later = [w for w in plan_change_range(t.location, starting_version=4, metastore_url=url).write_ids]
+    assert changes(plan_changes(t.location, later, metastore_url=url)) == [
+        (later[0], "insert", 4, "v4", "x"), (later[1], "delete", 3, "w", "x")]
+
+
+def test_ranges_of_versions_and_times(table):
+    t, url = table
+    for i in range(1, 4):
+        t.append(rows([i]))
+    history = {h["version"]: h["timestamp"] for h in t.history()}
+    assert t.changes(startingVersion=2).writeIds == [2, 3]
+    assert t.changes(startingVersion=1, endingVersion=2).writeIds == [1, 2]
+    assert t.changes(startingVersion=0, endingVersion=99).writeIds == [1, 2, 3]
+    assert t.changes(startingTimestamp=history[2]).writeIds == [2, 3]
+    assert t.changes(startingTimestamp=history[1], endingTimestamp=history[2]).writeIds == [1, 2]
+    assert t.changes(startingTimestamp=history[2].isoformat(), endingVersion=2).writeIds == [2]
+    assert t.changes(startingTimestamp=history[3] + dt.timedelta(seconds=5)).writeIds == []
+    got = t.changes(startingVersion=3).toArrow()
+    assert got.column("_commit_timestamp").to_pylist() == [history[3]]
+    assert got.schema.field("_commit_timestamp").type == pa.timestamp("us", tz="UTC")
+
+
+@pytest.mark.parametrize("kwargs, argument", [
+    ({}, "startingVersion"),
+    ({"endingVersion": 2}, "startingVersion"),
+    ({"startingVersion": 3, "endingVersion": 2}, "endingVersion"),
+    ({"startingVersion": "x"}, "startingVersion"),
+    ({"startingVersion": 1.5}, "startingVersion"),
+    ({"startingVersion": True}, "startingVersion"),
+    ({"startingVersion": -1}, "startingVersion"),
+    ({"startingVersion": 1, "startingTimestamp": 0}, "startingTimestamp"),
+    ({"startingVersion": 1, "endingVersion": 2, "endingTimestamp": 0}, "endingTimestamp"),
+    ({"startingTimestamp": "2026-11-27T10:00:00", "endingTimestamp": "2026-11-27T09:00:00"}, "endingTimestamp"),
+    ({"startingTimestamp": "yesterday"}, "startingTimestamp"),
+])
+def test_bad_arguments_are_typed_errors_naming_them(table, kwargs, argument):
+    t, _ = table
+    t.append(rows([1]))
+    with pytest.raises(InvalidArgumentError) as caught:
+        t.changes(**kwargs)
+    assert caught.value.argument == argument
+
+
+def test_a_start_after_the_latest_version_is_version_not_found(table):
+    t, _ = table
+    t.append(rows([1]))
+    with pytest.raises(VersionNotFoundError, match="latest version 1"):
+        t.changes(startingVersion=2)
+
+
+def test_overwrites_insert_only_and_unregistered_tables_are_refused(table, tmp_path):
+    t, url = table
+    t.append(rows([1]))
+    t.overwrite(rows([2]))
+    with pytest.raises(UnsupportedOperationError, match="write id 2 .* overwrote"):
+        t.changes(startingVersion=1)
+    t.append(rows([3]))
+    assert [c[2] for c in changes(plan_change_range(t.location, starting_version=3, metastore_url=url))] == [3]
+    create_table(str(tmp_path / "io"), SCHEMA, insert_only=True, metastore_url=url)
+    io = AcidTable.load(str(tmp_path / "io"), metastoreUrl=url)
+    io.append(rows([1]))
+    with pytest.raises(UnsupportedOperationError, match="insert-only"):
+        io.changes(startingVersion=1)
+    with pytest.raises(TableNotRegisteredError, match="commit history"):
+        plan_changes(str(tmp_path / "nowhere"), [1], metastore_url=url)
+    with pytest.raises(InvalidArgumentError):
+        plan_changes(t.location, [True], metastore_url=url)
