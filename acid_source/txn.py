@@ -114,6 +114,29 @@ class Transaction:
         return txn
 
     @classmethod
+    def adopt(cls, metastore: "Metastore", txn_id: int, *, description: str = "", table_id: int | None = None,
+              storage: Storage | None = None, write_id: int | None = None) -> "Transaction":
+        """An open transaction of this process that something else opened - one of a batch
+        (``Metastore.open_transaction_batch``) - as a Transaction, to end it through the one
+        commit path. No heartbeat of its own: the batch beats for all its transactions
+        (``heartbeat_many``). With ``table_id``, ``storage`` and ``write_id`` (all three), its
+        write id on that table is known: :meth:`allocate_write_id` returns it without asking
+        the store, and an abort removes the directories of that write id alone. A ``delta_x_y``
+        directory the batch's transactions share must not be given to :meth:`record_written`:
+        an abort would remove the other transactions' rows with it (an aborted transaction's
+        rows stay in the shared files, invisible)."""
+        from .errors import InvalidArgumentError
+        from .metastore.base import as_id
+
+        txn = cls(metastore, as_id(txn_id, "txn_id"), description=description)
+        if table_id is not None or storage is not None or write_id is not None:
+            if table_id is None or storage is None or write_id is None:
+                raise InvalidArgumentError("write_id", "adopt a transaction's write id with table_id, storage and "
+                                           "write_id together")
+            txn._written[as_id(table_id, "table_id")] = (storage, as_id(write_id, "write_id"), set())
+        return txn
+
+    @classmethod
     def resume(cls, ref: TransactionRef) -> "Transaction":
         """The transaction behind ``ref``, in another process (no heartbeat of its own)."""
         return cls(ref.metastore(), ref.txn_id)

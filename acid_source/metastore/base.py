@@ -308,9 +308,10 @@ class StoreBase:
 
     # --- row helpers (all run inside a database transaction) ---------------------------------
     @staticmethod
-    def _next(conn, name: str) -> int:
-        """Increment a counter; on server databases the UPDATE also locks it until commit."""
-        stmt = update(sequences).where(sequences.c.name == name).values(value=sequences.c.value + 1)
+    def _next(conn, name: str, by: int = 1) -> int:
+        """Increment a counter (by ``by``: the last of ``by`` consecutive ids); on server
+        databases the UPDATE also locks it until commit."""
+        stmt = update(sequences).where(sequences.c.name == name).values(value=sequences.c.value + by)
         if conn.dialect.update_returning:  # one round trip inside the lock instead of two
             return conn.execute(stmt.returning(sequences.c.value)).scalar_one()
         conn.execute(stmt)

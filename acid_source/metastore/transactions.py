@@ -8,6 +8,7 @@ transaction for a failed one and delete its files.
 
 from __future__ import annotations
 
+import operator
 import os
 import socket
 from collections.abc import Iterable, Mapping
@@ -90,6 +91,17 @@ def _touched_objects(touched: Mapping[int, Iterable[str]] | None) -> dict[int, l
     return result
 
 
+def batch_size(count) -> int:
+    """The number of transactions of a batch: an integer >= 1."""
+    try:
+        n = None if isinstance(count, bool) else operator.index(count)
+    except TypeError:
+        n = None
+    if n is None or n < 1:
+        raise InvalidArgumentError("count", f"a transaction batch opens an integer >= 1 of transactions, got {count!r}")
+    return n
+
+
 class TransactionsMixin(StoreBase):
     """The life of a transaction: open -> (write ids, heartbeats) -> committed or aborted."""
 
@@ -149,6 +161,74 @@ class TransactionsMixin(StoreBase):
             return existing
 
         return self._run(op, write=True, what=f"allocate a write id for transaction {txn_id}")
+
+    def open_transaction_batch(self, table_id: int, count: int, *, on_storage: "IdsOnStorage | None" = None,
+                               user: str = "", description: str = "") -> list[tuple[int, int]]:
+        """``count`` new open transactions with consecutive write ids on the table (high-water
+        mark + 1 .. + ``count``), opened and allocated in one database transaction: Hive's
+        streaming ``TransactionBatch``, whose transactions share one ``delta_x_y`` directory.
+        Returns ``[(txn_id, write_id), ...]`` ascending (transaction ids consecutive too). Each
+        transaction then commits or aborts on its own (:meth:`commit`, :meth:`abort`);
+        :meth:`heartbeat_many` keeps them all alive. ``on_storage`` is checked as by
+        :meth:`allocate_write_id`: a store behind its storage allocates nothing."""
+        table_id = as_id(table_id, "table_id")
+        count = batch_size(count)
+        values = {"state": OPEN, "user_name": str(user)[:255], "description": str(description),
+                  "host": socket.gethostname()[:255], "pid": os.getpid(), "started_at": self.clock()}
+        opened: list[tuple[int, int]] = []  # what an earlier attempt of this call inserted
+
+        def op(conn):
+            if opened:
+                rows = conn.execute(select(txns).where(txns.c.txn_id.between(opened[0][0], opened[-1][0]))).all()
+                if len(rows) == count and all(getattr(r, k) == v for r in rows for k, v in values.items()
+                                              if k != "state"):
+                    return list(opened)  # our COMMIT went through but its answer was lost
+            # the table's row first (as allocate_write_id locks it), then the txn id counter
+            table = self._table_row(conn, table_id, lock=True)
+            if on_storage is not None:
+                self._refuse_if_behind(conn, table, on_storage)
+            last_txn = self._next(conn, "txn_id", count)
+            bump = (update(tables).where(tables.c.table_id == table_id)
+                    .values(write_id_hwm=tables.c.write_id_hwm + count))
+            if conn.dialect.update_returning:
+                last_write = conn.execute(bump.returning(tables.c.write_id_hwm)).scalar_one()
+            else:
+                conn.execute(bump)
+                last_write = conn.execute(select(tables.c.write_id_hwm)
+                                          .where(tables.c.table_id == table_id)).scalar_one()
+            pairs = [(last_txn - count + i, last_write - count + i) for i in range(1, count + 1)]
+            opened[:] = pairs
+            start_seq = self._current(conn, "commit_seq")
+            txn_rows = [dict(values, txn_id=t, last_heartbeat=values["started_at"], start_seq=start_seq)
+                        for t, _ in pairs]
+            for chunk in chunks(txn_rows):
+                conn.execute(insert(txns), chunk)
+            for chunk in chunks([{"txn_id": t, "table_id": table_id, "write_id": w} for t, w in pairs]):
+                conn.execute(insert(txn_write_ids), chunk)
+            return pairs
+
+        return self._run(op, write=True, what=f"open a batch of {count} transactions on table {table_id}")
+
+    def heartbeat_many(self, txn_ids: Iterable[int]) -> set[int]:
+        """Mark all of ``txn_ids`` alive in one database transaction; returns those that are no
+        longer open (committed, aborted - a clean-up found them expired -, or unknown) instead
+        of raising: a transaction batch beats for all its transactions and stops beating the
+        ended ones."""
+        ids = sorted({as_id(t, "txn_ids") for t in txn_ids})
+
+        def op(conn):
+            now = self.clock()
+            alive: set[int] = set()
+            for chunk in chunks(ids):
+                conn.execute(update(txns).where(txns.c.txn_id.in_(chunk), txns.c.state == OPEN)
+                             .values(last_heartbeat=now))
+                alive.update(conn.execute(select(txns.c.txn_id).where(txns.c.txn_id.in_(chunk),
+                                                                      txns.c.state == OPEN)).scalars())
+            return set(ids) - alive
+
+        if not ids:
+            return set()
+        return self._run(op, write=True, what=f"heartbeat {len(ids)} transactions")
 
     def lock(self, txn_id: int, table_id: int, operation: str) -> None:
         """Nothing: this store takes no locks and decides conflicts at commit (DESIGN.md,

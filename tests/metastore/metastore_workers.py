@@ -74,3 +74,24 @@ def first_use(urls: list[str], worker: int, start, queue) -> None:
 
     _report(queue, worker, run)
 
+
+
+def open_batches(url: str, table_id: int, batches: int, size: int, worker: int, start, queue) -> None:
+    """``batches`` times: open a transaction batch of ``size`` on the table, commit its even
+    transactions and abort the odd ones, on whatever store ``url`` names. Reports each batch's
+    (txn, write id) pairs."""
+    def run():
+        ms = connect(url)
+        start.wait()
+        done = []
+        for _ in range(batches):
+            pairs = ms.open_transaction_batch(table_id, size, user=f"worker-{worker}")
+            for i, (txn, _) in enumerate(pairs):
+                if i % 2:
+                    ms.abort(txn, "odd")
+                else:
+                    ms.commit(txn, touched={table_id: [""]}, operation="insert")
+            done.append(pairs)
+        return done
+
+    _report(queue, worker, run)

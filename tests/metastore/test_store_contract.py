@@ -26,6 +26,7 @@ if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))  # spawned workers import metastore_workers by name
 
 import metastore_workers  # noqa: E402
+import worker_context  # noqa: E402
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("ds", pa.string())])
 DB = "contract"
@@ -170,3 +171,77 @@ def test_processes_allocating_write_ids_never_collide(store, store_url, new_tabl
     assert sorted(w for _, w in pairs) == list(range(1, workers * iterations + 1))
     assert len({t for t, _ in pairs}) == len(pairs)
     assert str(store.valid_write_ids(table.table_id)) == f"{table.name}:{workers * iterations}:{LONG_MAX}::"
+
+
+# --- transaction batches (Hive's streaming TransactionBatch) --------------------------------------
+def test_a_transaction_batch_takes_consecutive_write_ids(store, new_table):
+    table = new_table()
+    tid = table.table_id
+    single = store.open_transaction()
+    assert store.allocate_write_id(single, tid) == 1
+    batch = store.open_transaction_batch(tid, 3, user="u", description="stream")
+    assert [w for _, w in batch] == [2, 3, 4]
+    assert [t for t, _ in batch] == sorted(t for t, _ in batch) and batch[0][0] > single
+    assert [store.allocate_write_id(t, tid) for t, _ in batch] == [2, 3, 4]  # asked again: the same
+    assert store.open_transaction_batch(tid, 1)[0][1] == 5
+    store.commit(single, touched={tid: ["ds=1"]})
+    assert all(store.txn_state(t) == "open" for t, _ in batch)
+
+
+def test_each_transaction_of_a_batch_ends_on_its_own(store, new_table):
+    table = new_table()
+    tid = table.table_id
+    (t1, _), (t2, _), (t3, _), (t4, _) = store.open_transaction_batch(tid, 4)
+    store.commit(t2, touched={tid: ["ds=1"]})
+    store.abort(t3, "producer abort")
+    assert str(store.valid_write_ids(tid)) == f"{table.name}:4:1:1,4:3"
+    store.commit(t1, touched={tid: ["ds=1"]})
+    assert str(store.valid_write_ids(tid)) == f"{table.name}:4:4:4:3"
+    store.commit(t4, touched={tid: ["ds=2"]})
+    assert str(store.valid_write_ids(tid)) == f"{table.name}:4:{LONG_MAX}::3"
+    assert [store.txn_state(t) for t in (t1, t2, t3, t4)] == ["committed", "committed", "aborted", "committed"]
+
+
+def test_heartbeat_many_names_the_transactions_no_longer_open(store, new_table):
+    table = new_table()
+    tid = table.table_id
+    (t1, _), (t2, _), (t3, _) = store.open_transaction_batch(tid, 3)
+    assert store.heartbeat_many([t1, t2, t3]) == set()
+    store.abort(t2, "producer abort")
+    assert store.heartbeat_many([t1, t2, t3]) == {t2}
+    store.commit(t1, touched={tid: ["ds=1"]})
+    assert store.heartbeat_many([t1, t2, t3]) == {t1, t2}
+    assert store.heartbeat_many([]) == set()
+    assert store.txn_state(t3) == "open"
+    store.abort(t3)
+
+
+def test_processes_opening_transaction_batches_never_overlap(store, store_url, new_table):
+    table = new_table(partitioned=False)
+    workers, batches, size = 3, 4, 3
+    ctx = worker_context.forkserver()
+    queue, start = ctx.Queue(), ctx.Barrier(workers, timeout=60)
+    procs = [ctx.Process(target=metastore_workers.open_batches,
+                         args=(store_url, table.table_id, batches, size, i, start, queue)) for i in range(workers)]
+    for p in procs:
+        p.start()
+    try:
+        results = [queue.get(timeout=120) for _ in procs]
+    finally:
+        for p in procs:
+            p.join(timeout=30)
+            if p.is_alive():
+                p.kill()
+    failed = [value for _, status, value in results if status != "ok"]
+    assert not failed, "\n".join(failed)
+    all_batches = [pairs for _, _, done in results for pairs in done]
+    for pairs in all_batches:  # each batch: consecutive write ids in ascending transaction order
+        assert [t for t, _ in pairs] == sorted(t for t, _ in pairs)
+        assert [w for _, w in pairs] == list(range(pairs[0][1], pairs[0][1] + size))
+    total = workers * batches * size
+    assert sorted(w for pairs in all_batches for _, w in pairs) == list(range(1, total + 1))
+    assert len({t for pairs in all_batches for t, _ in pairs}) == total
+    aborted = sorted(pairs[1][1] for pairs in all_batches)
+    assert store.write_ids_of(table.table_id, "aborted") == aborted
+    assert str(store.valid_write_ids(table.table_id)) == \
+        f"{table.name}:{total}:{LONG_MAX}::{','.join(map(str, aborted))}"
