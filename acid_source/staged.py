@@ -86,11 +86,16 @@ class StagedWrite:
         return writer
 
     # --- the driver side ---------------------------------------------------------------------
-    def commit(self, results: Iterable[TaskResult]) -> dict[str, Any]:
+    def commit(self, results: Iterable[TaskResult], *, sink: tuple[str, int] | None = None) -> dict[str, Any]:
         """Commit what the tasks wrote (every task's ``close()`` result) in one transaction and
         run the post-commit step; returns the write's metrics (``operation``, ``writeId``,
         ``txnId``, ``numOutputRows``, ``numFiles``, ``partitions``, ``autoCompaction`` when one
-        ran). On an error the write is aborted and leaves nothing."""
+        ran). On an error the write is aborted and leaves nothing.
+
+        ``sink=(sink_id, batch_id)``: a streaming sink's micro-batch, recorded in the store with
+        the commit, atomically. A batch committed already (a replay) commits nothing: the write
+        is aborted, its files removed, and
+        :class:`~acid_source.errors.BatchAlreadyCommittedError` names who committed it."""
         from .commit import after_commit, write_metrics
 
         results = list(results)
@@ -98,7 +103,7 @@ class StagedWrite:
         self._done = True
         txn = self._transaction()
         with txn:
-            self.job.commit(txn, results)
+            self.job.commit(txn, results, sink=sink)
         metrics = write_metrics(self.job.operation, self.writeId, txn.txn_id, results)
         metrics.update(after_commit(self.job.operation, self.location, txn.metastore, metrics["partitions"],
                                     storage_options=self._storage_options))

@@ -95,7 +95,7 @@ class Transaction:
     txn_id: int
     _heartbeat: HeartbeatThread | None = field(default=None, repr=False)
     _written: dict[int, tuple[Storage, int | None, set[str]]] = field(default_factory=dict, repr=False)
-    _pending: tuple[str, dict] | None = field(default=None, repr=False)
+    _pending: tuple[str, dict, tuple[str, int] | None] | None = field(default=None, repr=False)
     state: str = OPEN
     description: str = ""
 
@@ -201,12 +201,14 @@ class Transaction:
         return self.metastore.committed_writes(table_id)[0]
 
     # --- ending ----------------------------------------------------------------------------
-    def set_commit(self, operation: str, touched: Mapping[int, Iterable[str]]) -> None:
-        """What a context-managed transaction commits on a clean exit."""
-        self._pending = (operation, {k: list(v) for k, v in touched.items()})
+    def set_commit(self, operation: str, touched: Mapping[int, Iterable[str]], *,
+                   sink: tuple[str, int] | None = None) -> None:
+        """What a context-managed transaction commits on a clean exit (``sink``: see
+        :meth:`commit`)."""
+        self._pending = (operation, {k: list(v) for k, v in touched.items()}, sink)
 
     def commit(self, operation: str, touched: Mapping[int, Iterable[str]], *,
-               checked_through: int | None = None) -> "Recheck | None":
+               checked_through: int | None = None, sink: tuple[str, int] | None = None) -> "Recheck | None":
         """Commit; on :class:`ConflictError` the store has aborted it and its files are removed.
 
         When the answer to COMMIT is lost, the store is asked what happened: committed counts
@@ -215,12 +217,18 @@ class Transaction:
         ``checked_through`` (an UPDATE / DELETE / MERGE under the row-level rule) is passed to
         the store: when it refuses the commit, its :class:`Recheck` is returned and the
         transaction stays open (check those commits, then commit again). Otherwise None.
+
+        ``sink=(sink_id, batch_id)`` (a streaming sink's micro-batch) is recorded with the
+        commit; a batch committed already makes the store abort this transaction instead:
+        :class:`~acid_source.errors.BatchAlreadyCommittedError` (a :class:`ConflictError`), its
+        files removed.
         """
         self._require_open("commit")
         crash_point("commit.before_store")
         try:
+            extra = {} if sink is None else {"sink": sink}
             recheck = self.metastore.commit(self.txn_id, touched=touched, operation=operation,
-                                            checked_through=checked_through)
+                                            checked_through=checked_through, **extra)
             if recheck is not None:
                 return recheck  # nothing changed in the store: still open
             crash_point("commit.after_store")
@@ -301,7 +309,8 @@ class Transaction:
         if self._pending is None:
             self.abort("the transaction block ended without anything to commit")
             return
-        self.commit(*self._pending)
+        operation, touched, sink = self._pending
+        self.commit(operation, touched, sink=sink)
 
     def __reduce__(self):
         raise TypeError("a Transaction stays in the process that opened it; pass Transaction.ref() instead")

@@ -123,3 +123,17 @@ read_leases = Table(
     Column("expires_at", Float, nullable=False),
     Index("ix_acidorc_read_leases_table", "table_id", "expires_at"),
 )
+
+# Streaming sinks' micro-batches (``sinks.py``): (sink, batch) committed by which transaction,
+# inserted in the commit's own database transaction, so a replayed micro-batch never commits
+# twice (exactly once). Created by ``metadata.create_all`` in new stores and on first use in
+# stores created before sinks existed (no schema version change: nothing else depends on it).
+sink_batches = Table(
+    "acidorc_sink_batches",
+    metadata,
+    Column("sink_id", String(1024), primary_key=True),
+    Column("batch_id", BigInteger, primary_key=True, autoincrement=False),
+    Column("txn_id", BigInteger, nullable=False),
+    Column("table_id", BigInteger, nullable=False),
+    Column("committed_at", Float, nullable=False),
+)

@@ -8,7 +8,8 @@ times, with exponential backoff.
 
 :class:`Metastore` is the one public class; its jobs live in their own modules (``base``:
 connections and retries; ``catalog``: tables; ``transactions``; ``snapshots``: current and past
-snapshots, history; ``leases``: reader leases and the cleaner's view).
+snapshots, history; ``leases``: reader leases and the cleaner's view; ``sinks``: streaming
+sinks' micro-batches, recorded with their commits).
 """
 
 from __future__ import annotations
@@ -16,13 +17,14 @@ from __future__ import annotations
 from .base import TXN_STATES
 from .catalog import CatalogMixin
 from .leases import LeasesMixin
+from .sinks import SinksMixin
 from .snapshots import SnapshotsMixin
 from .transactions import CONFLICT_CHECKED, OPERATIONS, TransactionsMixin
 
 __all__ = ["CONFLICT_CHECKED", "OPERATIONS", "TXN_STATES", "Metastore"]
 
 
-class Metastore(CatalogMixin, TransactionsMixin, LeasesMixin, SnapshotsMixin):
+class Metastore(CatalogMixin, TransactionsMixin, SinksMixin, LeasesMixin, SnapshotsMixin):
     """Tables, transactions and write ids in a SQL database (SQLite by default).
 
     ``url`` is any SQLAlchemy URL or an absolute path of a SQLite file; ``None`` means

@@ -17,9 +17,10 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import and_, exists, insert, or_, select, update
 
-from ..errors import ConflictError, InvalidArgumentError, StoreBehindStorageError
-from .base import ABORTED, COMMITTED, OPEN, StoreBase, as_id, as_seconds, chunks
+from ..errors import BatchAlreadyCommittedError, ConflictError, InvalidArgumentError, StoreBehindStorageError
+from .base import ABORTED, COMMITTED, OPEN, as_id, as_seconds, chunks
 from .schema import tables, txn_components, txn_write_ids, txns
+from .sinks import SINK_REASON, SinksMixin, sink_key
 
 if TYPE_CHECKING:
     from ..layout.ids_on_storage import IdsOnStorage
@@ -102,7 +103,7 @@ def batch_size(count) -> int:
     return n
 
 
-class TransactionsMixin(StoreBase):
+class TransactionsMixin(SinksMixin):
     """The life of a transaction: open -> (write ids, heartbeats) -> committed or aborted."""
 
     def open_transaction(self, *, user: str = "", description: str = "") -> int:
@@ -263,7 +264,8 @@ class TransactionsMixin(StoreBase):
         self._run(op, write=True, what=f"heartbeat transaction {txn_id}")
 
     def commit(self, txn_id: int, *, touched: Mapping[int, Iterable[str]] | None = None,
-               operation: str = "insert", checked_through: int | None = None) -> Recheck | None:
+               operation: str = "insert", checked_through: int | None = None,
+               sink: tuple[str, int] | None = None) -> Recheck | None:
         """Commit: every write id of the transaction becomes valid, atomically.
 
         ``touched`` maps table id -> data objects written ("" for an unpartitioned table, else a
@@ -299,6 +301,12 @@ class TransactionsMixin(StoreBase):
         reported as :class:`ConflictError` again). Committing an already committed transaction
         in a new call raises :class:`TransactionStateError`. If the call fails anyway (the
         database is unreachable), :meth:`txn_state` tells later whether the commit happened.
+
+        ``sink=(sink_id, batch_id)``: a streaming sink's micro-batch, recorded in this commit's
+        database transaction (:meth:`sink_batch`). If that batch is recorded already, nothing is
+        committed: the transaction is aborted in the same database transaction and
+        :class:`BatchAlreadyCommittedError` (a :class:`ConflictError`) names the transaction
+        that committed it. The transaction writes one table (the mark names it).
         """
         txn_id = as_id(txn_id, "txn_id")
         op_name = str(operation).strip().lower()
@@ -310,6 +318,7 @@ class TransactionsMixin(StoreBase):
                                            f"{', '.join(sorted(DML_OPERATIONS))}, not to {op_name}")
             checked_through = as_id(checked_through, "checked_through")
         objects = _touched_objects(touched)
+        mark = None if sink is None else sink_key(sink)
         attempts = 0
 
         def op(conn):
@@ -318,7 +327,7 @@ class TransactionsMixin(StoreBase):
             if attempts > 1:
                 row = self._txn_row(conn, txn_id, lock=False)
                 if row.state != OPEN:  # final: an earlier attempt may have finished the work
-                    return self._earlier_outcome(conn, row, op_name, objects, checked_through)
+                    return self._earlier_outcome(conn, row, op_name, objects, checked_through, mark)
             row = self._txn_row(conn, txn_id)  # locked: nobody else ends it meanwhile
             self._require_open(row, "commit")
             locations = {tid: self._table_row(conn, tid).location for tid in objects}
@@ -328,6 +337,12 @@ class TransactionsMixin(StoreBase):
             # own transaction's row lock, never before (one lock order: no deadlock).
             seq = self._next(conn, "commit_seq")
             now = self.clock()
+            if mark is not None:  # after the commit lock: a racing commit of the batch is seen
+                sink_table = self._sink_table(conn, txn_id, objects)
+                refused = self._batch_committed(conn, txn_id, mark)
+                if refused is not None:
+                    self._set_aborted(conn, [txn_id], now, f"{SINK_REASON}{refused}")
+                    return refused
             conflict = self._conflict(conn, row, op_name, objects, locations, checked_through)
             if conflict is not None:
                 reason, error = conflict
@@ -342,15 +357,35 @@ class TransactionsMixin(StoreBase):
             rows = [{"txn_id": txn_id, "table_id": tid, "partition_path": p} for tid, ps in objects.items() for p in ps]
             for chunk in chunks(rows):
                 conn.execute(insert(txn_components), chunk)
+            if mark is not None:
+                self._record_sink_batch(conn, *mark, txn_id, sink_table, now)
             return None
 
+        engine = self._get_engine() if mark is None else self._sinks_engine()
         try:
-            conflict = self._run(op, write=True, what=f"commit transaction {txn_id}")
+            conflict = self._run_on(engine, op, write=True, what=f"commit transaction {txn_id}")
         except _Refused as refused:
             return refused.recheck
         if conflict is not None:
             raise conflict  # only now: the abort is durable
         return None
+
+    def _batch_committed(self, conn, txn_id: int, mark: tuple[str, int]) -> BatchAlreadyCommittedError | None:
+        """The error for a commit of ``mark`` (sink, batch) that another transaction committed."""
+        winner = self._sink_winner(conn, *mark)
+        if winner is None or winner == txn_id:
+            return None
+        return BatchAlreadyCommittedError(*mark, committed_txn_id=winner, txn_id=txn_id)
+
+    @staticmethod
+    def _sink_table(conn, txn_id: int, objects: dict[int, list[str]]) -> int:
+        """The one table a sink's commit writes: the one it touched, else its write id's."""
+        tids = set(objects) or set(conn.execute(select(txn_write_ids.c.table_id)
+                                                .where(txn_write_ids.c.txn_id == txn_id)).scalars())
+        if len(tids) != 1:
+            raise InvalidArgumentError("sink", f"a streaming sink's commit writes one table; transaction {txn_id} "
+                                       f"writes {len(tids) or 'no'} tables ({sorted(tids)})")
+        return tids.pop()
 
     def commits_since(self, table_id: int, partitions: Iterable[str], after_seq: int, *,
                       operations: Iterable[str] | None = None) -> tuple[int, list[dict]]:
@@ -396,15 +431,21 @@ class TransactionsMixin(StoreBase):
         return found
 
     def _earlier_outcome(self, conn, row, op_name: str, objects: dict[int, list[str]],
-                         checked_through: int | None = None):
+                         checked_through: int | None = None, mark: tuple[str, int] | None = None):
         """On a re-run of :meth:`commit`: None if the transaction is committed exactly as asked,
-        the :class:`ConflictError` if it was aborted for a conflict, else the state error."""
+        the :class:`ConflictError` if it was aborted for a conflict (or the
+        :class:`BatchAlreadyCommittedError` for its micro-batch), else the state error."""
         if row.state == COMMITTED and row.operation == op_name:
             recorded = {tuple(r) for r in conn.execute(
                 select(txn_components.c.table_id, txn_components.c.partition_path)
                 .where(txn_components.c.txn_id == row.txn_id))}
-            if recorded == {(tid, p) for tid, ps in objects.items() for p in ps}:
+            if recorded == {(tid, p) for tid, ps in objects.items() for p in ps} and \
+                    (mark is None or self._sink_winner(conn, *mark) == row.txn_id):
                 return None
+        if row.state == ABORTED and mark is not None and (row.abort_reason or "").startswith(SINK_REASON):
+            refused = self._batch_committed(conn, row.txn_id, mark)
+            if refused is not None:
+                return refused
         if row.state == ABORTED and (row.abort_reason or "").startswith(_CONFLICT_REASON):
             locations = {r.table_id: r.location for r in conn.execute(
                 select(tables.c.table_id, tables.c.location).where(tables.c.table_id.in_(list(objects))))}

@@ -29,8 +29,9 @@ class WriteJob:
     def operation(self) -> str:
         return "insert_overwrite" if self.plan.overwrite else "insert"
 
-    def commit(self, txn, results: list[TaskResult]) -> None:
-        """Make the tasks' files visible: one commit of the write id in ``txn``."""
+    def commit(self, txn, results: list[TaskResult], *, sink: tuple[str, int] | None = None) -> None:
+        """Make the tasks' files visible: one commit of the write id in ``txn`` (``sink``: a
+        streaming sink's micro-batch, recorded with the commit; see ``Transaction.commit``)."""
         touched = {f.partition for r in results for f in r.files}
         txn.record_written(self.table_id, [d for r in results for d in r.directories], storage=self.plan.storage,
                            write_id=self.plan.write_id)
@@ -43,7 +44,7 @@ class WriteJob:
             txn.abort(f"could not prepare the commit: {exc}")
             raise
         crash_point("write.before_commit")
-        txn.commit(self.operation, {self.table_id: sorted(touched)})
+        txn.commit(self.operation, {self.table_id: sorted(touched)}, sink=sink)
 
     def abort(self, txn, results: list[TaskResult], reason: str = "the write failed") -> None:
         txn.record_written(self.table_id, [d for r in results for d in r.directories], storage=self.plan.storage,

@@ -95,3 +95,28 @@ def open_batches(url: str, table_id: int, batches: int, size: int, worker: int, 
         return done
 
     _report(queue, worker, run)
+
+
+def commit_batch(location: str, url: str, sink_id: str, batch_id: int, ids: list, worker: int, start,
+                 queue) -> None:
+    """Stage an append of ``ids`` to the table, then, at the same moment as the other workers,
+    commit it as micro-batch ``batch_id`` of ``sink_id``. Reports ("committed" | "refused",
+    the transaction, the one that committed the batch)."""
+    def run():
+        import pyarrow as pa
+
+        from acid_source.errors import BatchAlreadyCommittedError
+        from acid_source.table import AcidTable
+
+        staged = AcidTable.load(location, metastoreUrl=url).newWrite(mode="append")
+        writer = staged.writer(0)
+        writer.write(pa.record_batch({"id": pa.array(ids, pa.int64()), "ds": ["a"] * len(ids)}))
+        result = writer.close()
+        start.wait()
+        try:
+            metrics = staged.commit([result], sink=(sink_id, batch_id))
+        except BatchAlreadyCommittedError as exc:
+            return "refused", staged.txnId, exc.committed_txn_id
+        return "committed", metrics["txnId"], metrics["txnId"]
+
+    _report(queue, worker, run)

@@ -591,12 +591,15 @@ class HiveMetastore:
             raise self._not_open(txn_id, "heartbeat", exc) from None
 
     def commit(self, txn_id: int, *, touched: Mapping[int, Iterable[str]] | None = None,
-               operation: str = "insert", checked_through: int | None = None) -> None:
+               operation: str = "insert", checked_through: int | None = None,
+               sink: tuple[str, int] | None = None) -> None:
         """Register the partitions the transaction created, enter a DML's partitions into
         Hive's write set, and commit. A write conflict (the HMS found a committed UPDATE or
         DELETE of the same partition since this transaction began) aborts it:
         :class:`ConflictError`."""
         tt = self._ttypes()
+        if sink is not None:
+            raise self._no_sink_marks()
         if checked_through is not None:
             raise UnsupportedOperationError(
                 "conflictDetection=row", f"with the Hive Metastore at {self.url}, Hive's locks decide "
@@ -631,6 +634,20 @@ class HiveMetastore:
         except tt.NoSuchTxnException as exc:
             raise self._not_open(txn_id, what, exc) from None
         return None
+
+    def _no_sink_marks(self) -> UnsupportedOperationError:
+        return UnsupportedOperationError(
+            "exactly-once streaming sink", f"the Hive Metastore at {self.url} cannot record a micro-batch in the "
+            "commit's own database transaction: the Hive 3.1 thrift API acidorc speaks commits a transaction and "
+            "nothing else (Hive 4's CommitTxnRequest.keyValue could, later), and a mark written in a second call "
+            "could be lost between the two, committing a replayed batch twice; use acidorc's own store "
+            "(metastoreUrl) for the sink's table")
+
+    def sink_batch(self, sink_id: str, batch_id: int) -> int | None:
+        raise self._no_sink_marks()
+
+    def last_sink_batch(self, sink_id: str) -> int | None:
+        raise self._no_sink_marks()
 
     def _add_partitions(self, info: TableInfo, hms: Any, partitions: list[str]) -> None:
         tt = self._ttypes()
