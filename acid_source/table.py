@@ -254,7 +254,8 @@ class AcidTable:
 
         return StreamingConnection(self.location, metastoreUrl=self._metastore_url,
                                    storageOptions=self._storage_options,
-                                   transactionsPerBatch=transactionsPerBatch, partition=partition)
+                                   transactionsPerBatch=transactionsPerBatch,
+                                   partition=None if partition is None else _static_partition(partition))
 
     def _write(self, data, mode: str, partition) -> dict:
         schema, batches = _batches(data)
