@@ -53,8 +53,20 @@ READ_OPTIONS = {
     "metastoreUrl": "the transaction store (SQLAlchemy URL); default: $ACIDORC_METASTORE_URL or ~/.acidorc",
     "readLeaseSeconds": "how long the cleaner keeps the files a read's snapshot needs, counted from when Spark "
                         "plans the read (default: $ACIDORC_READ_LEASE_SECONDS or 3600; 0 takes no lease)",
+    "readChangeFeed": "true to read the change feed: the rows write ids inserted and deleted, with _change_type, "
+                      "_commit_version and _commit_timestamp (Delta Lake's change data feed)",
+    "startingVersion": "change feed: the first write id (inclusive)",
+    "endingVersion": "change feed: the last write id (inclusive; default the latest)",
+    "startingTimestamp": "change feed: write ids committed at or after this time (ISO-8601, UTC unless a zone is "
+                         "given, or epoch seconds)",
+    "endingTimestamp": "change feed: write ids committed at or before this time",
     STORAGE_OPTIONS_JSON: _STORAGE_JSON_HELP,
 }
+#: the options that choose a change feed's range
+CHANGE_RANGE_OPTIONS = ("startingVersion", "endingVersion", "startingTimestamp", "endingTimestamp")
+#: read options a change feed does not take
+NOT_WITH_CHANGE_FEED = ("versionAsOf", "timestampAsOf", "validWriteIds", "validTxns", "includeRowId",
+                        "partitionFilter", "rowFilter", "tableType")
 
 #: How long a read's lease protects its snapshot's files from the cleaner when the read option
 #: ``readLeaseSeconds`` is not given (seconds; a Spark read cannot renew it, AcidScan does).
@@ -280,6 +292,11 @@ class ReadSpec:
     version_as_of: int | None = None
     timestamp_as_of: float | None = None
     read_lease_seconds: float = DEFAULT_READ_LEASE_SECONDS  # 0: the read takes no lease
+    read_change_feed: bool = False
+    starting_version: int | None = None  # the change feed's range (only with read_change_feed)
+    ending_version: int | None = None
+    starting_timestamp: float | None = None
+    ending_timestamp: float | None = None
 
     @classmethod
     def from_options(cls, options: Mapping[str, str]) -> "ReadSpec":
@@ -299,6 +316,19 @@ class ReadSpec:
         if len(chosen) > 1:
             raise InvalidOptionError(chosen[1], f"give only one of versionAsOf, timestampAsOf and validWriteIds "
                                                 f"(got {', '.join(chosen)})")
+        change_feed = parse_bool("readChangeFeed", opts.get("readChangeFeed", "false"))
+        if change_feed:
+            clash = next((k for k in NOT_WITH_CHANGE_FEED if k in opts), None)
+            if clash is not None:
+                raise InvalidOptionError(clash, "cannot be combined with readChangeFeed (the change feed reads the "
+                                                "write ids startingVersion..endingVersion, all partitions and columns)")
+        else:
+            stray = next((k for k in CHANGE_RANGE_OPTIONS if k in opts), None)
+            if stray is not None:
+                raise InvalidOptionError(stray, "only applies to the change feed: set readChangeFeed=true as well")
+        versions = [parse_version(k, opts[k]) if k in opts else None for k in ("startingVersion", "endingVersion")]
+        times = [parse_timestamp(k, opts[k]) if k in opts else None for k in ("startingTimestamp", "endingTimestamp")]
+        check_change_range(versions[0], versions[1], times[0], times[1], require_start=False)
         write_ids = None
         if "validWriteIds" in opts:
             write_ids = ValidWriteIdList.parse(opts["validWriteIds"], option="validWriteIds")
@@ -319,6 +349,11 @@ class ReadSpec:
                              if "timestampAsOf" in opts else None),
             read_lease_seconds=(parse_seconds("readLeaseSeconds", opts["readLeaseSeconds"])
                                 if "readLeaseSeconds" in opts else default_read_lease_seconds()),
+            read_change_feed=change_feed,
+            starting_version=versions[0],
+            ending_version=versions[1],
+            starting_timestamp=times[0],
+            ending_timestamp=times[1],
         )
 
 
@@ -332,6 +367,32 @@ def parse_version(option: str, value) -> int:
     if not 0 <= version < 2**63:
         raise InvalidOptionError(option, f"expected a write id (an integer >= 0), got {value!r}")
     return version
+
+
+def check_change_range(starting_version: int | None, ending_version: int | None, starting_timestamp: float | None,
+                       ending_timestamp: float | None, *, require_start: bool = True, error=InvalidOptionError) -> None:
+    """The rules of a change feed's range: a start (a version or a timestamp, not both; a
+    streaming read may start without one), at most one end, and no end before the start.
+    ``error(name, message)`` builds the error (an option's, or an argument's)."""
+    if require_start and starting_version is None and starting_timestamp is None:
+        raise error("startingVersion", "the change feed needs a start: startingVersion (a write id) or "
+                                       "startingTimestamp")
+    if starting_version is not None and starting_timestamp is not None:
+        raise error("startingTimestamp", "give startingVersion or startingTimestamp, not both")
+    if ending_version is not None and ending_timestamp is not None:
+        raise error("endingTimestamp", "give endingVersion or endingTimestamp, not both")
+    if starting_version is not None and ending_version is not None and ending_version < starting_version:
+        raise error("endingVersion", f"{ending_version} is before startingVersion {starting_version}")
+    if starting_timestamp is not None and ending_timestamp is not None and ending_timestamp < starting_timestamp:
+        raise error("endingTimestamp", f"{_utc_text(ending_timestamp)} is before startingTimestamp "
+                                       f"{_utc_text(starting_timestamp)}")
+
+
+def _utc_text(seconds: float) -> str:
+    try:
+        return dt.datetime.fromtimestamp(seconds, dt.timezone.utc).isoformat()
+    except (OverflowError, OSError, ValueError):
+        return f"{seconds!r} (epoch seconds)"
 
 
 def _finite_seconds(option: str, seconds: float, value) -> float:

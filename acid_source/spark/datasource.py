@@ -234,6 +234,11 @@ class AcidOrcDataSource(DataSource):
         from ..resolve import resolve_read
 
         options = ReadSpec.from_options(self.options)
+        if options.read_change_feed:  # planned once, as a read is resolved once
+            from .change_feed import change_feed_schema, plan_change_feed
+
+            self._change_plan = plan_change_feed(options)
+            return change_feed_schema(self._change_plan)
         # Resolved once: Spark pickles this object into the planning process, which reuses it.
         self._resolved = resolve_read(options)
         return from_arrow_schema(self._resolved.schema(options.include_row_id), prefer_timestamp_ntz=True)
@@ -264,5 +269,9 @@ class AcidOrcDataSource(DataSource):
 
     def reader(self, schema: StructType) -> DataSourceReader:
         options = ReadSpec.from_options(self.options)
+        if options.read_change_feed:
+            from .change_feed import AcidChangeFeedReader
+
+            return AcidChangeFeedReader(options, getattr(self, "_change_plan", None))
         cls = AcidOrcPushdownReader if _use_pushdown(options) else AcidOrcReader
         return cls(options, schema, getattr(self, "_resolved", None))

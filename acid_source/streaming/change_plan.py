@@ -32,7 +32,6 @@ from ..errors import (
     CorruptFileError,
     HistoryUnavailableError,
     InvalidArgumentError,
-    InvalidOptionError,
     SnapshotFilesRemovedError,
     UnsupportedOperationError,
     VersionNotFoundError,
@@ -376,22 +375,3 @@ def _shown_value(value) -> str:
             return repr(value)
         return dt.datetime.fromtimestamp(value, dt.timezone.utc).isoformat()
     return str(value)
-
-
-def check_range(starting_version, ending_version, starting_timestamp, ending_timestamp, *,
-                error: Callable[[str, str], Exception] = InvalidOptionError) -> None:
-    """The rules of a change feed's range: a start (version or timestamp, not both), at most one
-    end, and an end not before the start. ``error(name, message)`` builds the error (an option's
-    or an argument's)."""
-    if starting_version is None and starting_timestamp is None:
-        raise error("startingVersion", "the change feed needs a start: startingVersion (a write id) or "
-                                       "startingTimestamp")
-    if starting_version is not None and starting_timestamp is not None:
-        raise error("startingTimestamp", "give startingVersion or startingTimestamp, not both")
-    if ending_version is not None and ending_timestamp is not None:
-        raise error("endingTimestamp", "give endingVersion or endingTimestamp, not both")
-    if starting_version is not None and ending_version is not None and ending_version < starting_version:
-        raise error("endingVersion", f"{ending_version} is before startingVersion {starting_version}")
-    if starting_timestamp is not None and ending_timestamp is not None and ending_timestamp < starting_timestamp:
-        raise error("endingTimestamp", f"{_shown_value(ending_timestamp)} is before startingTimestamp "
-                                       f"{_shown_value(starting_timestamp)}")

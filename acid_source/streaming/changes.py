@@ -21,8 +21,8 @@ from typing import Iterator
 import pyarrow as pa
 
 from ..errors import InvalidArgumentError, InvalidOptionError
-from ..options import parse_timestamp, parse_version
-from .change_plan import ChangePlan, check_range, plan_change_range
+from ..options import check_change_range, parse_timestamp, parse_version
+from .change_plan import ChangePlan, plan_change_range
 from .change_reader import read_change_split
 
 
@@ -65,7 +65,7 @@ def table_changes(location: str, *, startingVersion=None, endingVersion=None, st
                 (("startingVersion", startingVersion), ("endingVersion", endingVersion))]
     times = [_argument(parse_timestamp, name, value) for name, value in
              (("startingTimestamp", startingTimestamp), ("endingTimestamp", endingTimestamp))]
-    check_range(versions[0], versions[1], times[0], times[1], error=InvalidArgumentError)
+    check_change_range(versions[0], versions[1], times[0], times[1], error=InvalidArgumentError)
     return AcidChanges(plan_change_range(location, starting_version=versions[0], ending_version=versions[1],
                                          starting_timestamp=times[0], ending_timestamp=times[1],
                                          metastore_url=metastore_url, storage_options=storage_options))
