@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import BinaryIO
 
 import numpy as np
 import pyarrow as pa
@@ -158,7 +159,7 @@ def _without_time_zones(schema: pa.Schema) -> pa.Schema:
     return map_timestamps(schema, lambda t: pa.timestamp(t.unit))
 
 
-def _orc_writer(path: str, compression: str, stripe_size: int) -> paorc.ORCWriter:
+def _orc_writer(path: str | BinaryIO, compression: str, stripe_size: int) -> paorc.ORCWriter:
     # dictionary_key_size_threshold as Hive's (Java ORC) writer: pyarrow's 0.0 never
     # dictionary-encodes strings (files ~25% larger)
     return paorc.ORCWriter(path, stripe_size=stripe_size, compression=compression,
