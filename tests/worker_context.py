@@ -15,8 +15,8 @@ from __future__ import annotations
 import multiprocessing as mp
 
 PRELOAD = ["rw_workers", "stress_workers", "crash_ops", "writers", "stale_workers", "conflict_workers",
-           "compaction_workers", "acid_source.table", "acid_source.writes", "acid_source.dml.arrow_changes",
-           "acid_source.maintenance.compactor", "acid_source.maintenance.cleaner"]
+           "compaction_workers", "stream_producers", "acid_source.table", "acid_source.writes",
+           "acid_source.dml.arrow_changes", "acid_source.maintenance.compactor", "acid_source.maintenance.cleaner"]
 
 
 def forkserver():

@@ -203,3 +203,28 @@ def test_a_one_transaction_batch_writes_a_plain_delta_without_a_side_file(table)
     assert sorted(p for p in os.listdir(table) if p.startswith("delta")) == ["delta_0000001_0000001",
                                                                              "delta_0000002_0000002"]
     assert sorted(os.listdir(table / "delta_0000001_0000001")) == ["_orc_acid_version", "bucket_00000"]
+
+
+def test_compaction_waits_for_an_open_batch_and_takes_it_once_closed(table):
+    t = AcidTable.load(str(table))
+    t.append(pa.Table.from_batches([rows([1])]))  # write id 1
+    conn = t.streamingConnection(transactionsPerBatch=3)  # write ids 2..4
+    conn.beginTransaction()
+    conn.write(rows([2]))
+    conn.commitTransaction()
+    t.append(pa.Table.from_batches([rows([3])]))  # write id 5, above the open batch
+    before = sorted(os.listdir(table))
+    metrics = t.compact("major")  # N stays below the lowest open write id (3): the batch's delta spans it
+    assert metrics["skipped"] == {"": "delta_0000002_0000004 spans write ids above 2, the lowest open write id "
+                                      "minus one"}
+    assert sorted(os.listdir(table)) == before
+    assert read_ids(table) == [1, 2, 3]
+    conn.beginTransaction()
+    conn.write(rows([4]))
+    conn.commitTransaction()
+    conn.close()
+    t.compact("major")
+    t.vacuum(retentionSeconds=0)
+    assert [d for d in os.listdir(table) if d.startswith(("base", "delta"))] == [
+        next(d for d in os.listdir(table) if d.startswith("base_0000005_v"))]
+    assert read_ids(table) == [1, 2, 3, 4]
