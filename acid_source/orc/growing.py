@@ -23,6 +23,8 @@ import io
 import math
 import os
 import struct
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
@@ -360,10 +362,12 @@ class GrowingEventFile:
         self._footer_length: int | None = None  # where the last footer ends
         self._changed = True  # the kept stripes differ from what the last footer lists
         self._closed = False
-        self._put(_HEADER)
-        if side is not None:
-            side.write(bytes(8))  # Hive's first value: nothing committed yet
-            _sync(side)
+        self._failed: str | None = None  # what went wrong half-way: the file takes no more writes
+        with self._io("writing the ORC header"):
+            self._put(_HEADER)
+            if side is not None:
+                side.write(bytes(8))  # Hive's first value: nothing committed yet
+                _sync(side)
 
     # --- state ------------------------------------------------------------------------------------
     @property
@@ -395,12 +399,13 @@ class GrowingEventFile:
                 "write_id", f"write ids of a streaming file must ascend: {write_id} after "
                             f"{'aborting ' if write_id in self._discarded else ''}{self._highest} in {self.path}")
         batches = self._conform(batch)
-        if write_id != self._write_id:
-            self._spill()  # a stripe never holds two write ids
-            self._write_id, self._next_row_id = write_id, 0
-        self._highest = write_id
-        for b in batches:
-            self._queue(b)
+        with self._io("writing a stripe"):
+            if write_id != self._write_id:
+                self._spill()  # a stripe never holds two write ids
+                self._write_id, self._next_row_id = write_id, 0
+            self._highest = write_id
+            for b in batches:
+                self._queue(b)
 
     def _conform(self, batch: pa.RecordBatch | pa.Table) -> list[pa.RecordBatch]:
         if not isinstance(batch, (pa.RecordBatch, pa.Table)):
@@ -480,7 +485,7 @@ class GrowingEventFile:
     def discard(self, write_id: int) -> None:
         """Abort ``write_id``: its buffered rows are dropped and its stripes are in no later
         footer (their bytes stay, unread). Later write ids must be higher."""
-        self._check_open("discard")
+        self._check_open("discard", failed_too=True)  # no I/O: an abort after a failure is fine
         if self._write_id == write_id:
             self._pending, self._pending_rows, self._pending_bytes = [], 0, 0
         kept = [s for s in self._stripes if s.write_id != write_id]
@@ -497,10 +502,11 @@ class GrowingEventFile:
         lists exactly those stripes, the data file is made durable, and then its length is
         appended to the side file (made durable too). Returns that length."""
         self._check_open("flush")
-        self._commit()
-        if self._side is not None:
-            self._side.write(struct.pack(">q", self._length))
-            _sync(self._side)
+        with self._io("flushing"):
+            self._commit()
+            if self._side is not None:
+                self._side.write(struct.pack(">q", self._length))
+                _sync(self._side)
         return self._length
 
     def close(self) -> int:
@@ -509,7 +515,9 @@ class GrowingEventFile:
         removes it. Returns the final length."""
         if self._closed:
             return self._length
-        self._commit()
+        self._check_open("close")
+        with self._io("closing"):
+            self._commit()
         self._closed = True
         return self._length
 
@@ -519,9 +527,25 @@ class GrowingEventFile:
             self._write_footer()
         _sync(self._data)
 
-    def _check_open(self, what: str) -> None:
+    def _check_open(self, what: str, *, failed_too: bool = False) -> None:
         if self._closed:
             raise StorageError(self.path, f"cannot {what}: the streaming file was closed")
+        if self._failed is not None and not failed_too:
+            raise StorageError(self.path, f"cannot {what}: {self._failed} failed earlier, so the file's "
+                                          f"end is unknown; only its last flushed length ({self.length}) is sound")
+
+    @contextmanager
+    def _io(self, doing: str) -> Iterator[None]:
+        """Any failure half-way through writing leaves the file's tail unknown: the file takes no
+        more writes (a later footer could point at the wrong bytes), what was flushed stays."""
+        try:
+            yield
+        except OSError as exc:
+            self._failed = doing
+            raise StorageError(self.path, f"{doing} failed: {exc}") from exc
+        except BaseException:
+            self._failed = doing
+            raise
 
     def _put(self, data: bytes) -> None:
         self._data.write(data)

@@ -351,6 +351,37 @@ def test_bad_input_is_a_typed_error_naming_the_file(tmp_path):
     assert read_events(path.read_bytes()).column("currentTransaction").to_pylist() == [6, 6]
 
 
+class FullDisk(io.BytesIO):
+    """A data file on a disk that fills up after ``room`` bytes (what the OS reports then)."""
+
+    def __init__(self, room: int):
+        super().__init__()
+        self.room = room
+
+    def write(self, b) -> int:
+        if self.tell() + len(b) > self.room:
+            raise OSError(28, "No space left on device")
+        return super().write(b)
+
+
+def test_a_failed_write_stops_the_file_and_keeps_the_flushed_prefix(tmp_path):
+    """After an I/O failure half-way the file's tail is unknown: every later write, flush or
+    close is a StorageError (a later footer could point at the wrong bytes); the last flushed
+    length still cuts a file of exactly the committed rows, and an abort is still possible."""
+    data, side = FullDisk(room=60_000), io.BytesIO()
+    g = GrowingEventFile(data, side, SCHEMA, BUCKET, stripe_size=8 * 1024, path="t/delta_1_2/bucket_00001")
+    g.write(1, rows(0, 100))
+    committed = g.flush()
+    with pytest.raises(StorageError, match="bucket_00001.*No space left"):
+        g.write(2, rows(100, 5000))
+    for call in (lambda: g.write(3, rows(0, 1)), g.flush, g.close):
+        with pytest.raises(StorageError, match="bucket_00001.*failed earlier"):
+            call()
+    g.discard(2)
+    assert side_lengths(side.getvalue()) == [0, committed]
+    check_cut(tmp_path, data.getvalue()[:committed], [(1, r, r) for r in range(100)], "full")
+
+
 @st.composite
 def histories(draw):
     ops, write_id = [], 1
