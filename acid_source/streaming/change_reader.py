@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyorc.errors
 
 from ..errors import AcidError, CorruptFileError, HistoryUnavailableError, UnsupportedOperationError
-from ..layout import bucket_codec
+from ..layout import bucket_codec, row_ids
 from ..orc.files import EVENT_COLUMNS, OP_DELETE, OP_INSERT, ROW, OrcFile
 from ..scan.reader import MAX_BATCH_ROWS, match_columns
 from ..scan.splits import FileSlice
@@ -36,7 +36,6 @@ INSERT, DELETE = "insert", "delete"
 CHANGE_FIELDS = (pa.field(CHANGE_TYPE_COLUMN, pa.string()), pa.field(COMMIT_VERSION_COLUMN, pa.int64()),
                  pa.field(COMMIT_TIMESTAMP_COLUMN, pa.timestamp("us", tz="UTC")))
 
-_KEY = np.dtype([("o", "<i8"), ("b", "<i8"), ("r", "<i8")])
 _LIBRARY_ERRORS = (ArithmeticError, AttributeError, LookupError, TypeError, ValueError, OSError, RuntimeError,
                    pa.ArrowException, pyorc.errors.ORCError)
 
@@ -151,25 +150,20 @@ class _SplitChanges:
 
     # --- deletes -----------------------------------------------------------------------------
     def _deletes(self) -> Iterator[pa.RecordBatch]:
-        keys, versions = self._delete_events()
-        if len(keys) == 0:
+        deleted = self._delete_events()
+        if len(deleted) == 0:
             return
-        order = np.argsort(keys, kind="stable")
-        keys, versions = keys[order], versions[order]
-        found = np.zeros(len(keys), dtype=bool)
         for s in self.split.lookups:
-            if found.all():
+            if deleted.all_found():
                 break
-            yield from self._lookup(s, keys, versions, found)
-        if not found.all():
-            missing = keys[~found][0]
-            w = int(versions[~found][0])
+            yield from self._lookup(s, deleted)
+        if not deleted.all_found():
+            (o, b, r), w = deleted.first_missing()
             raise HistoryUnavailableError(
                 self.ctx.location, w, self.ctx.asked, partition=self.split.partition_path,
-                directory=f"no insert event holds ROW__ID ({missing['o']}, {missing['b']}, {missing['r']}) "
-                          "it deleted")
+                directory=f"no insert event holds the ROW__ID ({o}, {b}, {r}) it deleted")
 
-    def _delete_events(self) -> tuple[np.ndarray, np.ndarray]:
+    def _delete_events(self) -> "_Deleted":
         """The ROW__IDs the wanted write ids deleted in this split, and which write id did."""
         parts, owners = [], []
         for s in self.split.deletes:
@@ -186,52 +180,39 @@ class _SplitChanges:
                 keep = np.isin(current, self.wanted) & (_numpy(batch, "operation") == OP_DELETE)
                 if not keep.any():
                     continue
-                parts.append(_keys(_numpy(batch, "originalTransaction")[keep], _numpy(batch, "bucket")[keep],
-                                   _numpy(batch, "rowId")[keep]))
-                owners.append(current[keep].astype(np.int64))
-        if not parts:
-            return np.zeros(0, dtype=_KEY), np.zeros(0, dtype=np.int64)
-        return np.concatenate(parts), np.concatenate(owners)
+                parts.append(tuple(_numpy(batch, c)[keep] for c in ("originalTransaction", "bucket", "rowId")))
+                owners.append(current[keep])
+        return _Deleted(parts, owners)
 
-    def _lookup(self, s: FileSlice, keys: np.ndarray, versions: np.ndarray,
-                found: np.ndarray) -> Iterator[pa.RecordBatch]:
-        """The rows of ``s`` whose ROW__ID is a not-yet-found deleted key, as delete rows."""
-        pending = keys[~found]
-        lo_w, hi_w = _write_id_range(s)
-        if np.searchsorted(pending["o"], lo_w, side="left") >= np.searchsorted(pending["o"], hi_w, side="right"):
+    def _lookup(self, s: FileSlice, deleted: "_Deleted") -> Iterator[pa.RecordBatch]:
+        """The rows of ``s`` whose ROW__ID is a deleted key not found yet, as delete rows."""
+        if not deleted.may_hold(*_write_id_range(s)):
             return  # no pending key has an originalTransaction this file can hold
         f = self._open(s)
         if f.num_rows == 0:
             return
         if not f.is_acid:
-            yield from self._lookup_raw(s, f, keys, versions, found)
+            yield from self._lookup_raw(s, f, deleted)
             return
         index = f.key_index
         for i in _stripes(f, s):
-            if index is not None:
-                first = _key(*index[i - 1]) if i > 0 else None
-                last = _key(*index[i])
-                lo = 0 if first is None else np.searchsorted(pending, first, side="right")
-                if lo >= np.searchsorted(pending, last, side="right"):
-                    continue  # the stripe holds keys in (index[i-1], index[i]]: none pending
-            batch = f.read_stripe(i)
-            if batch.num_rows == 0:
+            if index is not None and not deleted.pending_between(index[i - 1] if i > 0 else None, index[i]):
+                continue  # the stripe holds the keys in (index[i-1], index[i]]: none pending
+            keys = f.read_stripe(i, columns=EVENT_COLUMNS)
+            if keys.num_rows == 0:
                 continue
-            probe = _keys(_numpy(batch, "originalTransaction"), _numpy(batch, "bucket"), _numpy(batch, "rowId"))
-            hit, where = _matches(keys, found, probe)
-            hit &= _numpy(batch, "operation") != OP_DELETE
+            hit, where = deleted.match(_numpy(keys, "originalTransaction"), _numpy(keys, "bucket"),
+                                       _numpy(keys, "rowId"))
+            hit &= _numpy(keys, "operation") != OP_DELETE
             if not hit.any():
                 continue
-            found[where[hit]] = True
-            row = batch.column(ROW)
+            row = f.read_stripe(i, columns=["row"]).column(0)
             names = [row.type.field(k).name for k in range(row.type.num_fields)]
-            yield self._shape(s, names, row.flatten(), batch.num_rows, hit, versions[where[hit]], DELETE)
-            pending = keys[~found]
-            if len(pending) == 0:
+            yield self._shape(s, names, row.flatten(), keys.num_rows, hit, deleted.take(where[hit]), DELETE)
+            if deleted.all_found():
                 return
 
-    def _lookup_raw(self, s: FileSlice, f: OrcFile, keys: np.ndarray, versions: np.ndarray,
-                    found: np.ndarray) -> Iterator[pa.RecordBatch]:
+    def _lookup_raw(self, s: FileSlice, f: OrcFile, deleted: "_Deleted") -> Iterator[pa.RecordBatch]:
         """A pre-ACID file (or a raw file loaded into a delta): Hive's synthetic ROW__IDs, as the
         reader gives them - write id 0 (or the delta's), the bucket property of the file's bucket,
         row ids counting on from the same bucket's earlier original files."""
@@ -254,15 +235,12 @@ class _SplitChanges:
             hit = np.zeros(n, dtype=bool)
             where = np.zeros(n, dtype=np.int64)
             for bucket in buckets:
-                probe = _keys(np.full(n, write_id, dtype=np.int64), np.full(n, bucket, dtype=np.int64), rows)
-                h, w = _matches(keys, found, probe)
+                h, w = deleted.match(np.full(n, write_id, dtype=np.int64), np.full(n, bucket, dtype=np.int64), rows)
                 h &= ~hit
                 where[h] = w[h]
                 hit |= h
-            if not hit.any():
-                continue
-            found[where[hit]] = True
-            yield self._shape(s, batch.schema.names, batch.columns, n, hit, versions[where[hit]], DELETE)
+            if hit.any():
+                yield self._shape(s, batch.schema.names, batch.columns, n, hit, deleted.take(where[hit]), DELETE)
 
     # --- output ------------------------------------------------------------------------------
     def _shape(self, s: FileSlice, names, columns, length: int, mask: np.ndarray | None,
@@ -297,23 +275,86 @@ def _numpy(batch: pa.RecordBatch, name: str) -> np.ndarray:
     return batch.column(name).to_numpy(zero_copy_only=False)
 
 
-def _keys(o: np.ndarray, b: np.ndarray, r: np.ndarray) -> np.ndarray:
-    out = np.empty(len(o), dtype=_KEY)
-    out["o"], out["b"], out["r"] = o, b, r
-    return out
+class _Deleted:
+    """The delete events of a split: their ROW__IDs, sorted, the write id that deleted each, and
+    which were found among insert events so far. Probes come in file order (ROW__ID order),
+    so each (originalTransaction, bucket) run is one binary search over row ids."""
 
+    def __init__(self, keys: list[tuple[np.ndarray, np.ndarray, np.ndarray]], owners: list[np.ndarray]):
+        if keys:
+            o, b, r = (np.concatenate([k[i] for k in keys]).astype(np.int64) for i in range(3))
+            w = np.concatenate(owners).astype(np.int64)
+        else:
+            o = b = r = w = np.zeros(0, dtype=np.int64)
+        order = row_ids.order(o, b, r)
+        self.o, self.b, self.r, self.w = o[order], b[order], r[order], w[order]
+        self.found = np.zeros(len(o), dtype=bool)
+        self._segments: dict[tuple[int, int], tuple[int, int]] = {}
+        bounds = row_ids.runs(self.o, self.b)
+        for start, end in zip(bounds[:-1], bounds[1:]):
+            if end > start:
+                self._segments[(int(self.o[start]), int(self.b[start]))] = (int(start), int(end))
 
-def _key(o: int, b: int, r: int) -> np.ndarray:
-    return _keys(np.array([o], dtype=np.int64), np.array([b], dtype=np.int64), np.array([r], dtype=np.int64))[0]
+    def __len__(self) -> int:
+        return len(self.o)
 
+    def all_found(self) -> bool:
+        return bool(self.found.all())
 
-def _matches(keys: np.ndarray, found: np.ndarray, probe: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """For each probe key: whether it is a sorted ``keys`` entry not found yet, and its index."""
-    where = np.searchsorted(keys, probe, side="left")
-    inside = where < len(keys)
-    where = np.where(inside, where, 0)
-    hit = inside & (keys[where] == probe) & ~found[where]
-    return hit, where
+    def first_missing(self) -> tuple[tuple[int, int, int], int]:
+        i = int(np.flatnonzero(~self.found)[0])
+        return (int(self.o[i]), int(self.b[i]), int(self.r[i])), int(self.w[i])
+
+    def take(self, where: np.ndarray) -> np.ndarray:
+        """The deleting write ids of the matched events ``where`` (marking them found)."""
+        self.found[where] = True
+        return self.w[where]
+
+    def may_hold(self, lo: int, hi: int) -> bool:
+        """Is an event not found yet deleting a row of originalTransaction lo..hi?"""
+        start, end = np.searchsorted(self.o, lo, side="left"), np.searchsorted(self.o, hi, side="right")
+        return bool(start < end and not self.found[start:end].all())
+
+    def pending_between(self, after: tuple | None, last: tuple) -> bool:
+        """Is an event not found yet deleting a key in (after, last]?"""
+        start = 0 if after is None else self._position(after, "right")
+        end = self._position(last, "right")
+        return bool(start < end and not self.found[start:end].all())
+
+    def _position(self, key: tuple, side: str) -> int:
+        o, b, r = (int(k) for k in key)
+        lo = int(np.searchsorted(self.o, o, side="left"))
+        hi = int(np.searchsorted(self.o, o, side="right"))
+        lo, hi = lo + int(np.searchsorted(self.b[lo:hi], b, side="left")), \
+            lo + int(np.searchsorted(self.b[lo:hi], b, side="right"))
+        return lo + int(np.searchsorted(self.r[lo:hi], r, side="right" if side == "right" else "left"))
+
+    def match(self, o: np.ndarray, b: np.ndarray, r: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """For each probe key: whether it is an event not found yet, and that event's index."""
+        n = len(o)
+        hit = np.zeros(n, dtype=bool)
+        where = np.zeros(n, dtype=np.int64)
+        if n == 0 or not self._segments:
+            return hit, where
+        bounds = row_ids.runs(o, b)
+        if len(bounds) - 1 > 64:  # an unsorted probe: sort it so each (o, b) pair is one run
+            sort = np.lexsort((b, o))
+            h, w = self.match(o[sort], b[sort], r[sort])
+            hit[sort], where[sort] = h, w
+            return hit, where
+        for start, end in zip(bounds[:-1], bounds[1:]):
+            segment = self._segments.get((int(o[start]), int(b[start])))
+            if segment is None:
+                continue
+            rows = self.r[segment[0]:segment[1]]
+            at = np.searchsorted(rows, r[start:end])
+            inside = at < len(rows)
+            at = np.where(inside, at, 0)
+            h = inside & (rows[at] == r[start:end])
+            at = at + segment[0]
+            h &= ~self.found[at]
+            hit[start:end], where[start:end] = h, at
+        return hit, where
 
 
 def _write_id_range(s: FileSlice) -> tuple[int, int]:
