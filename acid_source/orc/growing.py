@@ -36,16 +36,16 @@ from ..errors import CorruptFileError, InvalidArgumentError, SchemaError, Storag
 from .codecs import canonical_codec
 from .files import ACID_STATS, ACID_VERSION, KEY_INDEX, OP_INSERT, format_key_index
 from .writer import (
-    _MAX_CHUNK,
     BUFFER_ROWS,
     DELTA_STRIPE_SIZE,
-    _length_delimited,
-    _orc_writer,
-    _read_varint,
-    _varint,
-    _without_time_zones,
+    MAX_CHUNK,
     acid_schema,
     encode_user_metadata,
+    length_delimited,
+    orc_writer,
+    read_varint,
+    varint,
+    without_time_zones,
 )
 
 __all__ = ["GrowingEventFile"]
@@ -69,13 +69,13 @@ def _fields(message: bytes) -> list[Field]:
     out: list[Field] = []
     pos = 0
     while pos < len(message):
-        key, pos = _read_varint(message, pos)
+        key, pos = read_varint(message, pos)
         number, wire = key >> 3, key & 7
         value: Any
         if wire == 0:
-            value, pos = _read_varint(message, pos)
+            value, pos = read_varint(message, pos)
         elif wire == 2:
-            length, pos = _read_varint(message, pos)
+            length, pos = read_varint(message, pos)
             value, pos = message[pos:pos + length], pos + length
         elif wire == 1:
             value, pos = message[pos:pos + 8], pos + 8
@@ -92,13 +92,13 @@ def _encode(fields: list[Field]) -> bytes:
     for number, wire, value in fields:
         if wire == 2:
             assert isinstance(value, bytes)
-            out += _length_delimited(number, value)
+            out += length_delimited(number, value)
         elif wire == 0:
             assert isinstance(value, int)
-            out += _varint((number << 3) | 0) + _varint(value)
+            out += varint((number << 3) | 0) + varint(value)
         else:
             assert isinstance(value, bytes)
-            out += _varint((number << 3) | wire) + value
+            out += varint((number << 3) | wire) + value
     return bytes(out)
 
 
@@ -175,7 +175,7 @@ def _packed(value) -> list[int]:
         return [value]
     out, pos = [], 0
     while pos < len(value):
-        v, pos = _read_varint(value, pos)
+        v, pos = read_varint(value, pos)
         out.append(v)
     return out
 
@@ -184,7 +184,7 @@ def _merge_bucket(a_fields: list[Field], b_fields: list[Field]) -> list[Field]:
     counts = [[c for n, _, v in fs if n == 1 for c in _packed(v)] for fs in (a_fields, b_fields)]
     if len(counts[0]) != len(counts[1]):
         return []
-    return [(1, 2, b"".join(_varint(x + y) for x, y in zip(*counts)))]
+    return [(1, 2, b"".join(varint(x + y) for x, y in zip(*counts)))]
 
 
 def _merge_decimal(a: dict, b: dict) -> list[Field]:
@@ -328,7 +328,7 @@ class GrowingEventFile:
                  compression: str = "zlib", stripe_size: int = DELTA_STRIPE_SIZE, path: str = "") -> None:
         self.path = path or getattr(data, "name", "") or "<stream>"
         self.input_schema = row_schema
-        self.row_schema = _without_time_zones(row_schema)  # Hive's timestamps: wall-clock values
+        self.row_schema = without_time_zones(row_schema)  # Hive's timestamps: wall-clock values
         self.row_type = pa.struct(list(self.row_schema))
         self.schema = acid_schema(self.row_type)
         if not isinstance(bucket_property, int) or not 0 <= bucket_property < 1 << 31:
@@ -348,7 +348,7 @@ class GrowingEventFile:
         self._postscript_rest = [f for f in empty.postscript if f[0] not in (_PS_FOOTER_LENGTH, _PS_METADATA_LENGTH)]
         ps = _last(empty.postscript)
         self._compressed = int(ps.get(2, 0)) != 0
-        self._chunk = min(_MAX_CHUNK, int(ps.get(3, 256 * 1024)))
+        self._chunk = min(MAX_CHUNK, int(ps.get(3, 256 * 1024)))
 
         self._stripes: list[_Stripe] = []  # every stripe no abort dropped, in file order
         self._statistics = list(self._empty_statistics)  # the file statistics over them
@@ -443,7 +443,7 @@ class GrowingEventFile:
 
     def _encode(self, table: pa.Table) -> bytes:
         sink = io.BytesIO()
-        writer = _orc_writer(sink, self.compression, _ONE_STRIPE)
+        writer = orc_writer(sink, self.compression, _ONE_STRIPE)
         writer.write(table)
         writer.close()
         return sink.getvalue()
@@ -475,8 +475,8 @@ class GrowingEventFile:
         size = sum(int(geometry.get(k, 0)) for k in (2, 3, 4))
         moved = [(1, 0, self._length)] + [f for f in info if f[0] != 1]
         statistics = [v for f, _, v in encoded.footer if f == _F_STATISTICS]
-        self._stripes.append(_Stripe(self._write_id, _length_delimited(_F_STRIPES, _encode(moved)), n, first + n - 1,
-                                     statistics, _length_delimited(1, _encode([(1, 2, c) for c in statistics]))))
+        self._stripes.append(_Stripe(self._write_id, length_delimited(_F_STRIPES, _encode(moved)), n, first + n - 1,
+                                     statistics, length_delimited(1, _encode([(1, 2, c) for c in statistics]))))
         self._statistics = [_merge_column_statistics(a, b) for a, b in zip(self._statistics, statistics)]
         self._put(encoded.data[offset:offset + size])
         self._next_row_id = first + n

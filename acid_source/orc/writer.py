@@ -32,7 +32,7 @@ BUFFER_ROWS = 65536  # rows queued per file before they are encoded
 BUFFER_BYTES = 8 * 1024 * 1024  # ... or this many bytes, whichever comes first
 _FOOTER_METADATA_FIELD = 5
 _POSTSCRIPT_FOOTER_LENGTH_FIELD = 1
-_MAX_CHUNK = (1 << 23) - 1  # a chunk header holds the length in 23 bits
+MAX_CHUNK = (1 << 23) - 1  # a chunk header holds the length in 23 bits
 
 
 def acid_schema(row_type: pa.StructType) -> pa.Schema:
@@ -48,7 +48,7 @@ def acid_schema(row_type: pa.StructType) -> pa.Schema:
 
 
 # --- protobuf encoding, just what the footer patch needs -------------------------------------
-def _varint(value: int) -> bytes:
+def varint(value: int) -> bytes:
     out = bytearray()
     while True:
         byte = value & 0x7F
@@ -60,7 +60,7 @@ def _varint(value: int) -> bytes:
             return bytes(out)
 
 
-def _read_varint(data: bytes, pos: int) -> tuple[int, int]:
+def read_varint(data: bytes, pos: int) -> tuple[int, int]:
     result = shift = 0
     while True:
         byte = data[pos]
@@ -71,16 +71,16 @@ def _read_varint(data: bytes, pos: int) -> tuple[int, int]:
         shift += 7
 
 
-def _length_delimited(field: int, payload: bytes) -> bytes:
-    return _varint((field << 3) | 2) + _varint(len(payload)) + payload
+def length_delimited(field: int, payload: bytes) -> bytes:
+    return varint((field << 3) | 2) + varint(len(payload)) + payload
 
 
 def encode_user_metadata(items: dict[str, bytes]) -> bytes:
     """Footer field 5 entries: ``UserMetadataItem { name = 1; value = 2; }``."""
     out = b""
     for name, value in items.items():
-        item = _length_delimited(1, name.encode("utf-8")) + _length_delimited(2, value)
-        out += _length_delimited(_FOOTER_METADATA_FIELD, item)
+        item = length_delimited(1, name.encode("utf-8")) + length_delimited(2, value)
+        out += length_delimited(_FOOTER_METADATA_FIELD, item)
     return out
 
 
@@ -89,12 +89,12 @@ def _set_varint_field(message: bytes, field: int, value: int) -> bytes:
     out = bytearray()
     pos = 0
     while pos < len(message):
-        key, end = _read_varint(message, pos)
+        key, end = read_varint(message, pos)
         number, wire = key >> 3, key & 7
         if wire == 0:
-            _, end = _read_varint(message, end)
+            _, end = read_varint(message, end)
         elif wire == 2:
-            length, start = _read_varint(message, end)
+            length, start = read_varint(message, end)
             end = start + length
         elif wire == 1:
             end += 8
@@ -105,18 +105,18 @@ def _set_varint_field(message: bytes, field: int, value: int) -> bytes:
         if number != field:
             out += message[pos:end]
         pos = end
-    return _varint((field << 3) | 0) + _varint(value) + bytes(out)
+    return varint((field << 3) | 0) + varint(value) + bytes(out)
 
 
 def _postscript_fields(ps: bytes) -> dict[int, int]:
     fields, pos = {}, 0
     while pos < len(ps):
-        key, pos = _read_varint(ps, pos)
+        key, pos = read_varint(ps, pos)
         number, wire = key >> 3, key & 7
         if wire == 0:
-            fields[number], pos = _read_varint(ps, pos)
+            fields[number], pos = read_varint(ps, pos)
         elif wire == 2:
-            length, pos = _read_varint(ps, pos)
+            length, pos = read_varint(ps, pos)
             pos += length
         else:
             raise ValueError(f"unexpected wire type {wire} in the ORC postscript")
@@ -139,7 +139,7 @@ def append_user_metadata(path: str, items: dict[str, bytes]) -> None:
             appended = extra  # uncompressed streams have no chunk headers
         else:
             # Java's reader rejects chunks larger than the file's compression block size
-            limit = min(_MAX_CHUNK, fields.get(3, 256 * 1024))
+            limit = min(MAX_CHUNK, fields.get(3, 256 * 1024))
             appended = b""
             for start in range(0, len(extra), limit):
                 chunk = extra[start:start + limit]
@@ -155,11 +155,11 @@ def append_user_metadata(path: str, items: dict[str, bytes]) -> None:
 
 
 # --- writing ACID event files ----------------------------------------------------------------
-def _without_time_zones(schema: pa.Schema) -> pa.Schema:
+def without_time_zones(schema: pa.Schema) -> pa.Schema:
     return map_timestamps(schema, lambda t: pa.timestamp(t.unit))
 
 
-def _orc_writer(path: str | BinaryIO, compression: str, stripe_size: int) -> paorc.ORCWriter:
+def orc_writer(path: str | BinaryIO, compression: str, stripe_size: int) -> paorc.ORCWriter:
     # dictionary_key_size_threshold as Hive's (Java ORC) writer: pyarrow's 0.0 never
     # dictionary-encodes strings (files ~25% larger)
     return paorc.ORCWriter(path, stripe_size=stripe_size, compression=compression,
@@ -204,7 +204,7 @@ class InsertFileWriter:
         self.input_schema = row_schema
         # Spark's timestamp (with a time zone) would become ORC "timestamp with local time zone",
         # which is not Hive's timestamp and Hive 2/3 readers reject: store UTC wall-clock values
-        row_schema = _without_time_zones(row_schema)
+        row_schema = without_time_zones(row_schema)
         self.row_schema = row_schema
         self.row_type = pa.struct(list(row_schema))
         self.schema = row_schema if plain else acid_schema(self.row_type)
@@ -214,7 +214,7 @@ class InsertFileWriter:
         self._pending: list[pa.RecordBatch] = []
         self._pending_rows = 0
         self._pending_bytes = 0
-        self._writer = _orc_writer(path, compression, stripe_size)
+        self._writer = orc_writer(path, compression, stripe_size)
 
     def write(self, batch: pa.RecordBatch) -> None:
         """Queue rows; they are encoded in chunks of about BUFFER_ROWS rows (a partitioned
@@ -278,7 +278,7 @@ class DeleteFileWriter:
     def __init__(self, path: str, row_schema: pa.Schema, write_id: int, bucket_id: int,
                  compression: str = "zlib", stripe_size: int = DELTA_STRIPE_SIZE):
         self.path = path
-        self.row_type = pa.struct(list(_without_time_zones(row_schema)))
+        self.row_type = pa.struct(list(without_time_zones(row_schema)))
         self.schema = acid_schema(self.row_type)
         self.write_id = write_id
         self.bucket_id = bucket_id
@@ -286,7 +286,7 @@ class DeleteFileWriter:
         self._last_key: tuple[int, int, int] | None = None
         self._pending: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         self._pending_rows = 0
-        self._writer = _orc_writer(path, compression, stripe_size)
+        self._writer = orc_writer(path, compression, stripe_size)
 
     def write(self, row_ids) -> None:
         """Queue delete events for ``row_ids``: a ROW__ID struct array or column (writeId,
@@ -428,7 +428,7 @@ class KeyedEventWriter:
     def __init__(self, path: str, row_schema: pa.Schema, bucket_id: int, *, compression: str = "zlib",
                  stripe_size: int = DELTA_STRIPE_SIZE, unique_keys: bool = True):
         self.path = path
-        self.row_schema = _without_time_zones(row_schema)
+        self.row_schema = without_time_zones(row_schema)
         self.row_type = pa.struct(list(self.row_schema))
         self.schema = acid_schema(self.row_type)
         self.bucket_id = bucket_id
@@ -439,7 +439,7 @@ class KeyedEventWriter:
         self._pending: list[pa.RecordBatch] = []
         self._pending_rows = 0
         self._pending_bytes = 0
-        self._writer = _orc_writer(path, compression, stripe_size)
+        self._writer = orc_writer(path, compression, stripe_size)
 
     def write_rows(self, row_ids, rows: pa.RecordBatch) -> None:
         """Insert events for ``rows`` (the table's data columns) under ``row_ids`` (a ROW__ID
