@@ -35,7 +35,7 @@ from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StructType
 
 from ..filters import Predicate
-from ..options import ReadSpec, WriteSpec
+from ..options import ReadSpec, StreamReadSpec, WriteSpec
 from ..scan.reader import read_split
 from ..scan.splits import BucketSplit, ReadContext
 from ..staged import StagedWrite
@@ -223,6 +223,24 @@ class AcidOrcWriter(DataSourceArrowWriter):
         self.staged.abort([m.result for m in messages if m is not None], reason="the Spark job failed")
 
 
+#: Options (lower case, as Spark gives them) only a streaming read takes.
+_STREAM_ONLY = {"maxwriteidspertrigger", "maxrowspertrigger", "skipchangecommits"}
+
+
+def _is_stream_read(options) -> bool:
+    """Whether ``schema()`` is asked for a streaming read (Spark does not say): options only a
+    stream takes, ``startingVersion=latest``, a start without the change feed (a batch read
+    refuses it), or a change feed without a start (a stream starts from the table as it is).
+    What is left - a change feed with a start - has the same columns either way."""
+    given = {str(k).lower(): str(v).strip().lower() for k, v in options.items()}
+    if _STREAM_ONLY & set(given) or given.get("startingversion") == "latest":
+        return True
+    if "endingversion" in given or "endingtimestamp" in given:  # a range: a batch change feed
+        return False
+    started = "startingversion" in given or "startingtimestamp" in given
+    return started != (given.get("readchangefeed") == "true")
+
+
 class AcidOrcDataSource(DataSource):
     """``spark.read.format("acidorc")``: Hive ACID (transactional ORC) tables."""
 
@@ -233,6 +251,10 @@ class AcidOrcDataSource(DataSource):
     def schema(self) -> StructType:
         from ..resolve import resolve_read
 
+        if _is_stream_read(self.options):
+            from .stream_reader import stream_schema
+
+            return stream_schema(StreamReadSpec.from_options(self.options))
         options = ReadSpec.from_options(self.options)
         if options.read_change_feed:  # planned once, as a read is resolved once
             from .change_feed import change_feed_schema, plan_change_feed
@@ -262,10 +284,16 @@ class AcidOrcDataSource(DataSource):
         return make_stream_writer(self.options, schema, overwrite)
 
     def streamReader(self, schema: StructType):
-        """``spark.readStream``: not available yet; the reader raises a typed error on first use."""
-        from .streaming import UnavailableStreamReader
+        """``spark.readStream.format("acidorc")``: the rows of newly committed writes
+        (:mod:`acid_source.spark.stream_reader`). Bad options fail on first use: Spark's stream
+        runner would bury an error raised here."""
+        from ..errors import AcidError
+        from .stream_reader import AcidStreamReader, FailedStreamReader
 
-        return UnavailableStreamReader(self.options.get("path"))
+        try:
+            return AcidStreamReader(StreamReadSpec.from_options(self.options), schema)
+        except AcidError as exc:
+            return FailedStreamReader(exc)
 
     def reader(self, schema: StructType) -> DataSourceReader:
         options = ReadSpec.from_options(self.options)
