@@ -7,7 +7,9 @@ per committed write id, the rows it inserted and the values of the rows it delet
 partition, which write ids a major compaction folded into a base and which of those the cleaner
 then removed. For random ranges [a, b]: ``AcidTable.changes`` equals the model's changes of the
 committed write ids in the range (as a multiset), or is a HistoryUnavailableError exactly when
-the model says a write id of the range lost its deltas in a partition it wrote.
+the model says a write id of the range lost its deltas in a partition it wrote. Some tables
+start with pre-ACID files (rows with synthetic ROW__IDs that no write id inserted), which later
+writes update and delete.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 
 import pyarrow as pa
+import pyarrow.orc as paorc
 import pytest
 from hypothesis import HealthCheck, event, given, note
 from hypothesis import strategies as st
@@ -113,17 +116,23 @@ def _changes(t: AcidTable, a: int, b: int) -> list[tuple]:
     return sorted(zip(*(got.column(c).to_pylist() for c in ("_commit_version", "_change_type", "id", "k", "v", "p"))))
 
 
-@examples(20, suppress=[HealthCheck.function_scoped_fixture])
-@given(history=st.lists(step, min_size=3, max_size=12), ranges=st.lists(st.tuples(st.integers(1, 14),
-                                                                               st.integers(0, 6)), min_size=2,
-                                                                     max_size=4))
-def test_change_feed_equals_the_model_or_names_the_removed_history(tmp_path_factory, history, ranges):
+@examples(30, suppress=[HealthCheck.function_scoped_fixture])
+@given(originals=st.booleans(), history=st.lists(step, min_size=3, max_size=12),
+       ranges=st.lists(st.tuples(st.integers(1, 14), st.integers(0, 6)), min_size=2, max_size=4))
+def test_change_feed_equals_the_model_or_names_the_removed_history(tmp_path_factory, originals, history, ranges):
     base = tmp_path_factory.mktemp("cf")
     url = f"sqlite:///{base}/store.db"
     create_table(str(base / "t"), SCHEMA, partition_columns=["p"], bucket_columns=["k"], num_buckets=2,
                  metastore_url=url)
-    t = AcidTable.load(str(base / "t"), metastoreUrl=url)
     model = Model()
+    if originals:  # pre-ACID files in both partitions: rows with synthetic ROW__IDs and no write id
+        for part in PARTS:
+            old = [(model.next_id + i, i, f"o{model.next_id + i}", part) for i in range(3)]
+            model.next_id += len(old)
+            (base / "t" / f"p={part}").mkdir()
+            paorc.write_table(_table(old).drop_columns(["p"]), str(base / "t" / f"p={part}" / "000000_0"))
+            model.live.update((r[0], r) for r in old)
+    t = AcidTable.load(str(base / "t"), metastoreUrl=url)
     for op in [("append", 3, "a")] + history:
         _run(t, model, op)
     latest = max(model.changes)
