@@ -121,3 +121,19 @@ def test_removed_history_is_a_typed_error_through_spark(spark, tmp_path):
     with pytest.raises(Exception, match=r"HistoryUnavailableError: .*write id 1 in p=a"):
         feed(spark, path, startingVersion=1).collect()
     assert as_tuples(feed(spark, path, startingVersion=3).collect()) == [(3, "insert", 3, 0, "v3", "a")]
+
+
+def test_a_change_feed_task_unpickles_and_reads_without_driver_side_modules(history):
+    """What Spark ships to a task - the reader and one partition - read in a fresh interpreter
+    that loads no store, resolver, planner or SQL parser."""
+    from test_task_imports import DRIVER_SIDE, run_in_fresh_interpreter
+
+    from acid_source.options import ReadSpec
+    from acid_source.spark.change_feed import AcidChangeFeedReader
+
+    options = ReadSpec.from_options({"path": history, "readChangeFeed": "true", "startingVersion": "1"})
+    reader = AcidChangeFeedReader(options)
+    partitions = reader.partitions()
+    assert len(partitions) > 1
+    total = sum(run_in_fresh_interpreter("read", (reader, p), modules=DRIVER_SIDE) for p in partitions)
+    assert total == AcidTable.load(history).changes(startingVersion=1).count()
