@@ -31,3 +31,11 @@ def test_compaction_example(tmp_path, monkeypatch, capsys):
     assert seen["before"] == expected and seen["after"] == expected
     assert len(seen["directories"]) == 1 and seen["directories"][0].startswith("base_0000013_v")
     assert seen["removed"] == 13 + 2  # the 13 original deltas and the two minor outputs the base superseded
+
+
+def test_streaming_example(spark, tmp_path, capsys):
+    seen = load("streaming").run(spark, tmp_path)
+    # by hand: transactions of 3 ids from 0 and from 100, the second of each run aborted
+    assert seen["copied"] == [0, 1, 2, 6, 7, 8, 100, 101, 102]
+    assert seen["changes"] == [("delete", 7, "/p3"), ("insert", 7, "/checkout")]
+    assert "Copied by the stream: [0, 1, 2, 6, 7, 8, 100, 101, 102]" in capsys.readouterr().out
