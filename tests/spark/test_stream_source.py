@@ -121,3 +121,36 @@ def test_bad_stream_options_are_typed_errors(spark, table, tmp_path):
                            ({"startingVersion": "x"}, "startingVersion")):
         with pytest.raises(Exception, match=match):
             Stream(spark, table.location, tmp_path / match, **options).run()
+
+
+def test_an_open_streaming_batch_is_delivered_transaction_by_transaction(spark, table, tmp_path):
+    conn = table.streamingConnection(transactionsPerBatch=3)  # write ids 1..3 open at once
+    conn.beginTransaction()
+    conn.write(rows([1]))
+    conn.commitTransaction()
+    stream = Stream(spark, table.location, tmp_path, startingVersion="1")
+    stream.run()  # write id 1 committed, 2 and 3 open: pending in the offset
+    assert stream.rows("id") == [(1,)]
+    conn.beginTransaction()
+    conn.write(rows([2]))
+    conn.abortTransaction()
+    conn.beginTransaction()
+    conn.write(rows([3], "b"))
+    conn.commitTransaction()
+    conn.close()
+    table.append(rows([4]))
+    stream.run()
+    assert stream.rows("id", "day") == [(1, "a"), (3, "b"), (4, "a")]
+
+
+def test_change_rows_across_restarts_each_commit_once(spark, table, tmp_path):
+    table.append(rows([1, 2]))
+    stream = Stream(spark, table.location, tmp_path, readChangeFeed="true")
+    stream.run()  # the table as it is: inserts of version 1
+    table.delete("id = 1")
+    stream.run()
+    table.update("id = 2", {"day": "'b'"})  # moves the row to another partition
+    stream.run()
+    assert stream.rows("id", "day", "_change_type", "_commit_version") == [
+        (1, "a", "delete", 2), (1, "a", "insert", 1), (2, "a", "delete", 3), (2, "a", "insert", 1),
+        (2, "b", "insert", 3)]
