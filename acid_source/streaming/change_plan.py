@@ -40,6 +40,7 @@ from ..layout.acid_state import AcidDir, check_not_removing
 from ..layout.names import FLUSH_LENGTH_SUFFIX, is_flush_length_file, is_hidden, parse_bucket_file, parse_dir_name
 from ..layout.table_dirs import TableLayout, convert_partition_value, discover_layout
 from ..layout.writeids import RangeResponse, ValidTxnList, ValidWriteIdList
+from ..maintenance.cleaner import REMOVING_PREFIX
 from ..orc.files import read_flush_length
 from ..resolve import registered_table
 from ..scan.resolved import nullable
@@ -156,13 +157,19 @@ def _plan(location: str, select: Callable[[dict[int, dict]], list[int]], asked: 
         for w in wanted:
             for part in history[w]["touched"]:
                 touched[part].append(w)
+        written: dict[object, list[int]] = defaultdict(list)  # every committed write id of each data object
+        for w, entry in history.items():
+            for part in entry["touched"]:
+                written[key(part)].append(w)
         try:
             dirs = {}
             for part, ids in sorted(touched.items()):
-                for path in by_object.get(key(part), []):
+                paths = by_object.get(key(part), [])
+                for path in paths:
                     dirs[path] = _usable_dirs(layout.listings[path], now_ids, now_txns)
-                _check_history(layout, info.location, part, ids, [dirs[p] for p in by_object.get(key(part), [])],
-                               by_object.get(key(part), []), asked)
+                _check_history(info.location, part, ids, written[key(part)], [dirs[p] for p in paths],
+                               [layout.listings[p] for p in paths], paths, asked)
+            _check_still_listed(storage, layout, dirs, info.location, asked)
             problem = None
             break
         except (HistoryUnavailableError, _Missing) as exc:
@@ -223,18 +230,60 @@ def _usable_dirs(entries: list[FileEntry], write_ids: ValidWriteIdList,
     return deltas, sorted(bases, key=lambda b: -b.parsed.write_id)
 
 
-def _check_history(layout: TableLayout, location: str, part: str, ids: list[int],
-                   dirs: list[tuple[list[AcidDir], list[AcidDir]]], paths: list[str], asked: str) -> None:
+def _check_history(location: str, part: str, ids: list[int], written: list[int],
+                   dirs: list[tuple[list[AcidDir], list[AcidDir]]], listings: list[list[FileEntry]],
+                   paths: list[str], asked: str) -> None:
     """Every write id of ``ids`` wrote data object ``part``: a delta or delete delta listed
-    there must hold it. Held by a base only: compaction and the cleaner removed its history.
-    Held by nothing: storage lost it (or the listing is stale)."""
-    for w in ids:
-        if any(d.parsed.min_write_id <= w <= d.parsed.max_write_id for deltas, _ in dirs for d in deltas):
+    there must hold it, and the cleaner must not have started on the directories a base made
+    obsolete below it. Held by a base only, or below a base whose inputs the cleaner has begun
+    to remove: a HistoryUnavailableError. Held by nothing: storage lost it (or the listing is
+    stale).
+
+    The cleaner removes a base's obsolete directories one at a time (older bases first, then
+    delete deltas, then deltas: by name), so a write id that wrote a delta and a delete delta
+    may have lost one and still look held. So once any committed write id of the data object
+    between a base and the base below it (``written``) has lost every directory - or a
+    cleaner's half-removed directory is there - every write id up to that base counts as
+    removed."""
+    deltas = [d for found, _ in dirs for d in found]
+    bases = sorted({b.parsed.write_id: b for _, found in dirs for b in found}.values(), key=lambda b: b.parsed.write_id)
+
+    def held(w: int) -> bool:
+        return any(d.parsed.min_write_id <= w <= d.parsed.max_write_id for d in deltas)
+
+    cleaned, lower = 0, 0  # write ids up to ``cleaned`` may have lost directories to the cleaner
+    for b in bases:
+        if any(lower < w <= b.parsed.write_id and not held(w) for w in written):
+            cleaned = b.parsed.write_id
+        lower = b.parsed.write_id
+    if bases and any(e.name.startswith(REMOVING_PREFIX) for entries in listings for e in entries):
+        cleaned = bases[-1].parsed.write_id
+    for w in sorted(ids):
+        if w > cleaned and held(w):
             continue
-        base = next((b for _, bases in dirs for b in bases if b.parsed.write_id >= w), None)
+        base = next((b for b in bases if b.parsed.write_id >= w), None)
         if base is not None:
             raise HistoryUnavailableError(location, w, asked, partition=part, directory=base.parsed.name)
         raise _Missing(Gap(part, (w,), paths[0] if paths else None))
+
+
+def _check_still_listed(storage: Storage, layout: TableLayout, dirs: dict, location: str, asked: str) -> None:
+    """The directories a base made obsolete, listed again: a cleaner that started removing them
+    since the listing (or while it was taken) shows here, before anything is read."""
+    for path, (deltas, bases) in dirs.items():
+        if not bases:
+            continue
+        top = max(bases, key=lambda b: b.parsed.write_id)
+        obsolete = [d for d in deltas if d.parsed.max_write_id <= top.parsed.write_id]
+        if not obsolete:
+            continue
+        again = storage.list_dir(path)
+        names = {e.name for e in again}
+        gone = [d for d in obsolete if d.parsed.name not in names]
+        if gone or any(e.name.startswith(REMOVING_PREFIX) for e in again):
+            w = gone[0].parsed.min_write_id if gone else top.parsed.write_id
+            raise HistoryUnavailableError(location, w, asked, partition=relative(layout, path),
+                                          directory=f"the cleaner is removing what {top.parsed.name} made obsolete")
 
 
 # --- splits ------------------------------------------------------------------------------------

@@ -173,3 +173,33 @@ def test_overwrites_insert_only_and_unregistered_tables_are_refused(table, tmp_p
         plan_changes(str(tmp_path / "nowhere"), [1], metastore_url=url)
     with pytest.raises(InvalidArgumentError):
         plan_changes(t.location, [True], metastore_url=url)
+
+
+def test_a_cleaner_half_way_through_a_bases_obsolete_directories_is_removed_history(table, tmp_path):
+    """The cleaner removes a base's obsolete directories one at a time, by name: older bases,
+    delete deltas, deltas. A write id that still has one of its directories may have lost the
+    other, so once the cleaner has visibly started (a directory renamed aside, an older base
+    gone), everything up to that base counts as removed."""
+    t, url = table
+    root = tmp_path / "t" / "p=x"
+    t.append(rows([1, 2]))             # 1
+    t.compact("major")
+    t.vacuum(retentionSeconds=0)       # base_1 alone
+    t.append(rows([3]))                # 2 (a compaction takes no write id)
+    t.update("id = 3", {"v": "'w'"})   # 3: a delete delta and a delta
+    expected = changes(plan_changes(t.location, [2, 3], metastore_url=url))
+    assert [c[:2] for c in expected] == [(2, "insert"), (3, "delete"), (3, "insert")]
+    t.compact("major")                 # base_3: 2 and 3 obsolete, not removed
+    assert changes(plan_changes(t.location, [2, 3], metastore_url=url)) == expected
+    old_base = next(root.glob("base_0000001*"))
+    hidden = root / f".acidorc-vacuum-0123456789ab-{old_base.name}"
+    old_base.rename(hidden)            # the cleaner's first step: renamed aside, then removed
+    with pytest.raises(HistoryUnavailableError) as caught:
+        plan_changes(t.location, [3], metastore_url=url)
+    assert caught.value.write_id == 3 and "base_0000003" in str(caught.value)
+    import shutil
+
+    shutil.rmtree(hidden)              # the old base gone: write id 1 has lost every directory
+    with pytest.raises(HistoryUnavailableError) as caught:
+        plan_changes(t.location, [2, 3], metastore_url=url)
+    assert caught.value.write_id == 2
