@@ -104,3 +104,29 @@ def test_a_lookup_reads_only_the_stripes_holding_deleted_keys(tmp_path, monkeypa
     got = t.changes(startingVersion=2).toArrow()
     assert got.column("id").to_pylist() == [n - 5] and got.column("v").to_pylist() == [values[n - 5]]
     assert stripes > 1 and {i for p, i in read if p == str(inserts)} == {stripes - 1}, (stripes, read)
+
+
+def test_a_streamed_transaction_batch_is_read_up_to_its_committed_transactions(tmp_path):
+    """Streaming ingest's delta_x_y holds several write ids in growing files: the feed reads each
+    committed transaction's rows (cut at the _flush_length side file while the batch is open),
+    never an aborted or still open one's, and finds a row deleted from it by ROW__ID."""
+    url = f"sqlite:///{tmp_path}/store.db"
+    create_table(str(tmp_path / "t"), pa.schema([("id", pa.int64()), ("p", pa.string())]), partition_columns=["p"],
+                 metastore_url=url)
+    t = AcidTable.load(str(tmp_path / "t"), metastoreUrl=url)
+    t.append(pa.table({"id": pa.array([0], pa.int64()), "p": ["a"]}))                # 1
+    conn = t.streamingConnection(transactionsPerBatch=5)                               # 2..6
+    for i in range(1, 5):
+        conn.beginTransaction()
+        conn.write(pa.table({"id": pa.array([i, 10 + i], pa.int64()), "p": ["a", "b"]}))
+        conn.commitTransaction() if i != 2 else conn.abortTransaction()
+    assert any(p.name.endswith("_flush_length") for p in (tmp_path / "t" / "p=a").rglob("*"))
+    t.delete("id = 3")                                                                 # 7, the batch still open
+    got = t.changes(startingVersion=1).toArrow()
+    assert sorted(zip(got.column("_commit_version").to_pylist(), got.column("_change_type").to_pylist(),
+                      got.column("id").to_pylist())) == [
+        (1, "insert", 0), (2, "insert", 1), (2, "insert", 11), (4, "insert", 3), (4, "insert", 13),
+        (5, "insert", 4), (5, "insert", 14), (7, "delete", 3)]
+    assert plan_changes(t.location, [3, 6], metastore_url=url).write_ids == ()  # aborted, open
+    conn.close()
+    assert t.changes(startingVersion=1).count() == 8
