@@ -84,3 +84,63 @@ def test_hive_reads_an_open_batch_exactly_up_to_its_committed_transactions(hive4
     assert not any(p.endswith("_flush_length") for p in os.listdir(tmp_path / "t" / "delta_0000001_0000005"))
     four, two = hive_reads(hive4, hive23, location)
     assert four == two == acidorc_rows(location) == sorted(expected)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_random_producer_histories_read_alike_by_acidorc_hive4_and_hive23(hive4, hive23, tmp_path, seed):
+    """Random histories on a partitioned, bucketed table: two producers interleaving commits,
+    aborts and closes over several batches; after every step (batches open or not) Hive 4 and
+    Hive 2.3 return exactly the committed rows with acidorc's ROW__IDs."""
+    import random
+
+    rng = random.Random(seed)
+    location = str(tmp_path / "t")
+    schema = pa.schema([("id", pa.int64()), ("name", pa.string()), ("day", pa.string())])
+    create_table(location, schema, partition_columns=["day"], bucket_columns=["id"], num_buckets=2)
+    table = AcidTable.load(location)
+    conns = [table.streamingConnection(transactionsPerBatch=rng.choice([1, 2, 4])) for _ in range(2)]
+    committed: list[tuple[int, str, str]] = []
+    pending: list[list] = [[], []]
+    next_id = iter(range(1, 10**6))
+
+    def hive_rows(reader: str) -> list[tuple]:
+        ids = snapshot(location)
+        open_ids, aborted = list(ids.open_ids), list(ids.aborted_ids)
+        found = []
+        for day in sorted(os.listdir(location)):
+            if not day.startswith("day="):
+                continue
+            where = os.path.join(location, day)
+            if reader == "4":
+                got = hive4.read(where, hive4.valid_txns(1 << 40), hive4.valid_write_ids(
+                    "default.t", ids.high_watermark, open=open_ids, aborted=aborted), columns=COLS, bucket_count=2)
+            else:
+                got = hive23.read(where, COLS, bucket_count=2, with_row_id=True, valid_txns=make_valid_txns(
+                    ids.high_watermark, open=open_ids, aborted=aborted),
+                    conf={"transactional_properties": "legacy", "hive.txn.operational.properties": "0"})
+            found += [r + (day[4:],) for r in got]
+        return sorted(found)
+
+    for step in range(14):
+        n = rng.randrange(2)
+        conn = conns[n]
+        if conn.currentTransactionId is None:
+            conn.beginTransaction()
+            batch = [(next(next_id), rng.choice("ab")) for _ in range(rng.randint(1, 5))]
+            conn.write(pa.table({"id": pa.array([i for i, _ in batch], pa.int64()),
+                                 "name": [f"n{i}" for i, _ in batch], "day": [d for _, d in batch]}))
+            pending[n] = batch
+        elif rng.random() < 0.75:
+            conn.commitTransaction()
+            committed += [(i, f"n{i}", d) for i, d in pending[n]]
+        else:
+            conn.abortTransaction()
+        got = table.scan(includeRowId=True).toArrow()
+        ours = sorted(((r["writeId"], r["bucketId"], r["rowId"]), i, n_, d) for r, i, n_, d in zip(
+            got["ROW__ID"].to_pylist(), got["id"].to_pylist(), got["name"].to_pylist(), got["day"].to_pylist()))
+        assert sorted(r[1:] for r in ours) == sorted(committed), f"seed {seed} step {step}: acidorc"
+        assert hive_rows("4") == ours, f"seed {seed} step {step}: Hive 4"
+        assert hive_rows("2.3") == ours, f"seed {seed} step {step}: Hive 2.3"
+    for conn in conns:
+        conn.close()
+    assert hive_rows("4") == hive_rows("2.3")
