@@ -132,10 +132,6 @@ def _plan(location: str, select: Callable[[dict[int, dict]], list[int]], asked: 
             "readChangeFeed", f"{info.location} is kept in {store.url}, which records no commit history (which "
                               "write ids committed when, and which partitions each wrote); the change feed needs "
                               "it: use acidorc's own transaction store")
-    if info.insert_only:
-        raise UnsupportedOperationError(
-            "readChangeFeed", f"{info.location} is an insert-only table: its rows carry no write id, so the change "
-                              "feed cannot tell which write added them")
     storage = Storage(info.location, storage_options)
     table_schema = nullable(info.schema)
     output = change_schema(table_schema)
@@ -166,7 +162,7 @@ def _plan(location: str, select: Callable[[dict[int, dict]], list[int]], asked: 
             for part, ids in sorted(touched.items()):
                 paths = by_object.get(key(part), [])
                 for path in paths:
-                    dirs[path] = _usable_dirs(layout.listings[path], now_ids, now_txns)
+                    dirs[path] = _usable_dirs(layout.listings[path], now_ids, now_txns, info.insert_only)
                 _check_history(info.location, part, ids, written[key(part)], [dirs[p] for p in paths],
                                [layout.listings[p] for p in paths], paths, asked)
             _check_still_listed(storage, layout, dirs, info.location, asked)
@@ -211,10 +207,12 @@ def _directories_by_object(layout: TableLayout, key) -> dict[object, list[str]]:
     return found
 
 
-def _usable_dirs(entries: list[FileEntry], write_ids: ValidWriteIdList,
-                 txns: ValidTxnList) -> tuple[list[AcidDir], list[AcidDir]]:
+def _usable_dirs(entries: list[FileEntry], write_ids: ValidWriteIdList, txns: ValidTxnList,
+                 insert_only: bool = False) -> tuple[list[AcidDir], list[AcidDir]]:
     """The insert and delete deltas and the bases of one listing a reader may use now: committed
-    compaction outputs, deltas not wholly aborted, overwrite bases of committed write ids."""
+    compaction outputs, deltas not wholly aborted, overwrite bases of committed write ids. The
+    rows of an insert-only table carry no write id, so there a delta of several write ids (a
+    minor compaction's) says no more than a base: it counts among the bases."""
     deltas, bases = [], []
     for entry in entries:
         if not entry.is_dir or is_hidden(entry.name):
@@ -226,7 +224,10 @@ def _usable_dirs(entries: list[FileEntry], write_ids: ValidWriteIdList,
             if parsed.visibility_txn_id or write_ids.is_write_id_valid(parsed.write_id):
                 bases.append(AcidDir(entry.path, parsed))
         elif write_ids.is_write_id_range_aborted(parsed.min_write_id, parsed.max_write_id) is not RangeResponse.ALL:
-            deltas.append(AcidDir(entry.path, parsed))
+            if insert_only and parsed.min_write_id != parsed.max_write_id:
+                bases.append(AcidDir(entry.path, parsed))
+            else:
+                deltas.append(AcidDir(entry.path, parsed))
     return deltas, sorted(bases, key=lambda b: -b.parsed.write_id)
 
 

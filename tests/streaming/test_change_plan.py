@@ -156,7 +156,7 @@ def test_a_start_after_the_latest_version_is_version_not_found(table):
         t.changes(startingVersion=2)
 
 
-def test_overwrites_insert_only_and_unregistered_tables_are_refused(table, tmp_path):
+def test_overwrites_and_unregistered_tables_are_refused(table, tmp_path):
     t, url = table
     t.append(rows([1]))
     t.overwrite(rows([2]))
@@ -164,11 +164,6 @@ def test_overwrites_insert_only_and_unregistered_tables_are_refused(table, tmp_p
         t.changes(startingVersion=1)
     t.append(rows([3]))
     assert [c[2] for c in changes(plan_change_range(t.location, starting_version=3, metastore_url=url))] == [3]
-    create_table(str(tmp_path / "io"), SCHEMA, insert_only=True, metastore_url=url)
-    io = AcidTable.load(str(tmp_path / "io"), metastoreUrl=url)
-    io.append(rows([1]))
-    with pytest.raises(UnsupportedOperationError, match="insert-only"):
-        io.changes(startingVersion=1)
     with pytest.raises(TableNotRegisteredError, match="commit history"):
         plan_changes(str(tmp_path / "nowhere"), [1], metastore_url=url)
     with pytest.raises(InvalidArgumentError):
@@ -203,3 +198,27 @@ def test_a_cleaner_half_way_through_a_bases_obsolete_directories_is_removed_hist
     with pytest.raises(HistoryUnavailableError) as caught:
         plan_changes(t.location, [2, 3], metastore_url=url)
     assert caught.value.write_id == 2
+
+
+def test_an_insert_only_tables_appends_until_compaction_and_the_cleaner_fold_them(tmp_path):
+    """Rows of an insert-only table carry no write id: each append's own delta says whose they
+    are; once a compaction's output (which mixes write ids) is all that is left, they are gone."""
+    url = f"sqlite:///{tmp_path}/store.db"
+    create_table(str(tmp_path / "io"), SCHEMA, partition_columns=["p"], insert_only=True, metastore_url=url)
+    t = AcidTable.load(str(tmp_path / "io"), metastoreUrl=url)
+    t.append(rows([1, 2]))
+    t.append(rows([3], "y"))
+    expected = [(1, "insert", 1, "v1", "x"), (1, "insert", 2, "v2", "x"), (2, "insert", 3, "v3", "y")]
+    assert changes(plan_change_range(t.location, starting_version=1, metastore_url=url)) == expected
+    t.compact("minor")
+    assert changes(plan_change_range(t.location, starting_version=1, metastore_url=url)) == expected
+    t.append(rows([4]))
+    t.vacuum(retentionSeconds=0)
+    assert changes(plan_changes(t.location, [3], metastore_url=url)) == [(3, "insert", 4, "v4", "x")]
+    with pytest.raises(HistoryUnavailableError, match="delta_0000001_0000002_v"):
+        plan_changes(t.location, [2], metastore_url=url)
+    t.compact("major")
+    assert changes(plan_changes(t.location, [3], metastore_url=url)) == [(3, "insert", 4, "v4", "x")]
+    t.vacuum(retentionSeconds=0)
+    with pytest.raises(HistoryUnavailableError):
+        plan_changes(t.location, [1, 3], metastore_url=url)
