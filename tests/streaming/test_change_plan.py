@@ -206,19 +206,23 @@ def test_an_insert_only_tables_appends_until_compaction_and_the_cleaner_fold_the
     url = f"sqlite:///{tmp_path}/store.db"
     create_table(str(tmp_path / "io"), SCHEMA, partition_columns=["p"], insert_only=True, metastore_url=url)
     t = AcidTable.load(str(tmp_path / "io"), metastoreUrl=url)
-    t.append(rows([1, 2]))
-    t.append(rows([3], "y"))
-    expected = [(1, "insert", 1, "v1", "x"), (1, "insert", 2, "v2", "x"), (2, "insert", 3, "v3", "y")]
+    t.append(rows([1, 2]))      # 1
+    t.append(rows([3], "y"))    # 2
+    t.append(rows([5]))         # 3
+    expected = [(1, "insert", 1, "v1", "x"), (1, "insert", 2, "v2", "x"), (2, "insert", 3, "v3", "y"),
+                (3, "insert", 5, "v5", "x")]
     assert changes(plan_change_range(t.location, starting_version=1, metastore_url=url)) == expected
-    t.compact("minor")
+    t.compact("minor")          # p=x: delta_1_3_v..., its inputs still there
     assert changes(plan_change_range(t.location, starting_version=1, metastore_url=url)) == expected
-    t.append(rows([4]))
+    t.append(rows([4]))         # 4
     t.vacuum(retentionSeconds=0)
-    assert changes(plan_changes(t.location, [3], metastore_url=url)) == [(3, "insert", 4, "v4", "x")]
-    with pytest.raises(HistoryUnavailableError, match="delta_0000001_0000002_v"):
-        plan_changes(t.location, [2], metastore_url=url)
+    assert changes(plan_changes(t.location, [2, 4], metastore_url=url)) == [
+        (2, "insert", 3, "v3", "y"), (4, "insert", 4, "v4", "x")]
+    with pytest.raises(HistoryUnavailableError, match="delta_0000001_0000003_v") as caught:
+        plan_changes(t.location, [3], metastore_url=url)
+    assert caught.value.write_id == 3 and caught.value.partition == "p=x"
     t.compact("major")
-    assert changes(plan_changes(t.location, [3], metastore_url=url)) == [(3, "insert", 4, "v4", "x")]
     t.vacuum(retentionSeconds=0)
-    with pytest.raises(HistoryUnavailableError):
-        plan_changes(t.location, [1, 3], metastore_url=url)
+    with pytest.raises(HistoryUnavailableError) as caught:
+        plan_changes(t.location, [4], metastore_url=url)
+    assert caught.value.write_id == 4
