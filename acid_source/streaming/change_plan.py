@@ -41,6 +41,7 @@ from ..layout.names import FLUSH_LENGTH_SUFFIX, is_flush_length_file, is_hidden,
 from ..layout.table_dirs import TableLayout, convert_partition_value, discover_layout
 from ..layout.writeids import RangeResponse, ValidTxnList, ValidWriteIdList
 from ..maintenance.cleaner import REMOVING_PREFIX
+from ..metastore.catalog import ADOPT
 from ..orc.files import read_flush_length
 from ..resolve import registered_table
 from ..scan.resolved import nullable
@@ -140,6 +141,12 @@ def _plan(location: str, select: Callable[[dict[int, dict]], list[int]], asked: 
     for _attempt in range(_ATTEMPTS):
         history = {h["write_id"]: h for h in store.history(info.table_id) if h["write_id"] is not None}
         wanted = select(history)
+        adopted = [w for w in wanted if history[w]["operation"] == ADOPT]
+        if adopted:
+            raise UnsupportedOperationError(
+                "readChangeFeed", f"the write ids up to {adopted[0]} of {info.location} were adopted from storage "
+                                  f"(create_table(adopt=True)) with no record of what each changed ({asked}); the "
+                                  f"change feed starts after them: startingVersion={adopted[0] + 1}")
         overwrites = [w for w in wanted if history[w]["operation"] in OVERWRITE_OPERATIONS]
         if overwrites:
             raise UnsupportedOperationError(

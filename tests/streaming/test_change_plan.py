@@ -226,3 +226,23 @@ def test_an_insert_only_tables_appends_until_compaction_and_the_cleaner_fold_the
     with pytest.raises(HistoryUnavailableError) as caught:
         plan_changes(t.location, [4], metastore_url=url)
     assert caught.value.write_id == 4
+
+
+def test_adopted_history_has_no_changes_to_show(tmp_path):
+    """A table whose history was adopted from storage (create_table(adopt=True)) records one
+    entry for all of it: the feed starts after it."""
+    from acid_source import drop_table
+
+    url = f"sqlite:///{tmp_path}/store.db"
+    path = str(tmp_path / "t")
+    create_table(path, SCHEMA, partition_columns=["p"], metastore_url=url)
+    AcidTable.load(path, metastoreUrl=url).append(rows([1]))
+    AcidTable.load(path, metastoreUrl=url).append(rows([2]))
+    drop_table(path, metastore_url=url)
+    create_table(path, SCHEMA, partition_columns=["p"], metastore_url=url, adopt=True)
+    t = AcidTable.load(path, metastoreUrl=url)
+    t.append(rows([3]))
+    with pytest.raises(UnsupportedOperationError, match="adopted .* startingVersion=3"):
+        t.changes(startingVersion=1)
+    assert [c[:3] for c in changes(plan_change_range(path, starting_version=3, metastore_url=url))] == [
+        (3, "insert", 3)]
