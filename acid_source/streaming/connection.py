@@ -31,7 +31,7 @@ import os
 import tempfile
 import threading
 from dataclasses import dataclass, field
-from typing import IO, Any, Iterator, Mapping
+from typing import IO, Any, Iterator
 
 import pyarrow as pa
 
@@ -103,13 +103,14 @@ class StreamingConnection:
     ...         conn.write(batch)           # a pyarrow RecordBatch or Table of the table's columns
     ...         conn.commitTransaction()    # visible to every reader from here on
 
-    ``partition`` (``{"day": "2026-11-27"}`` or ``"day=2026-11-27"``) sends every row to one
-    partition, and the batches then lack the partition columns; without it, rows are routed by
-    their partition values (dynamic partitioning: one growing file per partition and bucket).
+    ``partition`` (``{"day": "2026-11-27"}`` or ``"day=2026-11-27"`` given to
+    ``streamingConnection``; ``(column, value)`` pairs here) sends every row to one partition,
+    and the batches then lack the partition columns; without it, rows are routed by their
+    partition values (dynamic partitioning: one growing file per partition and bucket).
     """
 
     def __init__(self, location: str, *, metastoreUrl: str | None = None, storageOptions: Any = (),
-                 transactionsPerBatch: int = 10, partition: str | Mapping[str, Any] | None = None):
+                 transactionsPerBatch: int = 10, partition: tuple[tuple[str, str | None], ...] | None = None):
         if (isinstance(transactionsPerBatch, bool) or not isinstance(transactionsPerBatch, int)
                 or transactionsPerBatch < 1):
             raise InvalidArgumentError("transactionsPerBatch",
