@@ -45,6 +45,28 @@ BATCH_ID_PROPERTY = "streaming.sql.batchId"
 
 _log = logging.getLogger("acidorc.stream")
 
+#: This planning process's last transaction per (table path, checkpoint location): Spark plans
+#: a query's next micro-batch only once the previous one ended, so if that transaction is
+#: still open then, its batch failed without a task reporting it (Spark's abort got no commit
+#: message to find it by) and nothing will ever commit it: it is aborted rather than kept open
+#: by its heartbeat until the driver exits. Spark reuses its planning worker; with a new one,
+#: such a transaction expires only once the driver has gone.
+_PLANNED: dict[tuple[str, str], StagedWrite] = {}
+
+
+def _abort_abandoned(staged: StagedWrite | None) -> None:
+    if staged is None:
+        return
+    from ..errors import AcidError
+
+    try:
+        txn = staged.transaction
+        if txn.metastore.txn_state(txn.txn_id) == "open":
+            staged.abort(reason="its micro-batch ended without a commit (the query planned its next batch)")
+            _log.info("aborted transaction %d of a micro-batch that ended without a commit", txn.txn_id)
+    except AcidError as exc:  # committed meanwhile, or the store is unreachable: leave it to expire
+        _log.warning("could not end the transaction of an earlier micro-batch: %s", exc)
+
 
 def make_stream_writer(options, schema: StructType, overwrite: bool) -> "AcidOrcStreamWriter":
     """The writer of one micro-batch (Spark calls ``streamWriter`` for each). Checks the options
@@ -66,7 +88,8 @@ def make_stream_writer(options, schema: StructType, overwrite: bool) -> "AcidOrc
         raise InvalidOptionError("path", "the acidorc sink writes to a table location: .start(path), or "
                                  ".option('path', ...) (toTable(name) gives a Python data source no location)")
     WriteSpec.from_options(write_options)  # errors name the option
-    return AcidOrcStreamWriter(write_options, schema)
+    checkpoint = next((str(v) for k, v in dict(options).items() if str(k).lower() == "checkpointlocation"), None)
+    return AcidOrcStreamWriter(write_options, schema, checkpoint)
 
 
 def sink_id_for_query(query_id: str) -> str:
@@ -88,9 +111,10 @@ class AcidOrcStreamWriter(DataSourceStreamArrowWriter):
     """One micro-batch: tasks write Arrow batches into the staged write of the batch's
     transaction, the driver commits it once per ``(sink, batchId)``."""
 
-    def __init__(self, options: dict, schema: StructType):
+    def __init__(self, options: dict, schema: StructType, checkpoint: str | None = None):
         self._options = options
         self._schema = schema
+        self._checkpoint = checkpoint
         self._staged: StagedWrite | None = None
 
     # --- the planning process ----------------------------------------------------------------
@@ -106,13 +130,19 @@ class AcidOrcStreamWriter(DataSourceStreamArrowWriter):
 
         from ..writes import stage_write
 
+        key = (str(self._options["path"]), self._checkpoint) if self._checkpoint else None
+        if key is not None:
+            _abort_abandoned(_PLANNED.pop(key, None))
         staged = stage_write(WriteSpec.from_options(self._options), overwrite=False,
                              data_schema=to_arrow_schema(self._schema, timezone="UTC"), heartbeat="process")
         try:
-            return staged.detached()
+            detached = staged.detached()
         except BaseException as exc:
             staged.abort(reason=f"could not hand the transaction to Spark: {exc}")
             raise
+        if key is not None:
+            _PLANNED[key] = staged
+        return detached
 
     # --- the tasks ---------------------------------------------------------------------------
     def write(self, iterator: Iterator[pa.RecordBatch]) -> AcidStreamCommitMessage:
@@ -149,8 +179,8 @@ class AcidOrcStreamWriter(DataSourceStreamArrowWriter):
     def abort(self, messages: list[AcidStreamCommitMessage | None], batchId: int) -> None:  # type: ignore[override]
         given = [m for m in messages if m is not None]
         if not given:
-            _log.warning("micro-batch %d failed and no task reported its transaction: it stays open until the "
-                         "Spark driver exits, then expires", batchId)
+            _log.warning("micro-batch %d failed and no task reported its transaction: it is aborted when the "
+                         "query plans its next micro-batch (or expires once the driver has gone)", batchId)
             return
         given[0].staged.abort([m.result for m in given], reason=f"micro-batch {batchId} failed")
 

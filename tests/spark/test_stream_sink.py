@@ -249,3 +249,44 @@ def test_no_checkpoint_location_is_refused_by_spark(spark, tmp_path):
     df = spark.readStream.schema(SCHEMA_DDL).json(str(src))
     with pytest.raises(AnalysisException, match="checkpointLocation"):
         df.writeStream.format("acidorc").start(str(tmp_path / "t"))
+
+
+def test_a_failed_micro_batch_is_aborted_and_replayed_once(spark, tmp_path):
+    """A batch whose only task fails reaches Spark's abort without a commit message, so the
+    sink cannot find its transaction there: it is aborted when the restarted query plans its
+    next micro-batch (in Spark's reused planning worker), and the replay commits the rows once."""
+    from pyspark.errors import StreamingQueryException
+    from pyspark.sql.functions import col, udf
+
+    src, ck, path = tmp_path / "in", tmp_path / "ck", str(tmp_path / "t")
+    flag = tmp_path / "fail"
+    add_file(src, "f0", rows_of(range(3)))
+    from acid_source import create_table
+
+    create_table(path, SCHEMA_DDL)
+
+    @udf("bigint")
+    def fail_while_flagged(v):
+        if os.path.exists(str(flag)):
+            raise RuntimeError("the test's failing task")
+        return v
+
+    def run():
+        df = spark.readStream.schema(SCHEMA_DDL).json(str(src)).withColumn("v", fail_while_flagged(col("v")))
+        query = df.writeStream.format("acidorc").option("checkpointLocation", str(ck)) \
+            .trigger(availableNow=True).start(path)
+        try:
+            query.awaitTermination(180)
+        finally:
+            query.stop()
+
+    flag.touch()
+    with pytest.raises(StreamingQueryException, match="the test's failing task"):
+        run()
+    assert not no_open_writes(path)  # the failed batch's transaction: open, nobody reported it
+    flag.unlink()
+    run()
+    assert table_ids(path) == [0, 1, 2]
+    assert no_open_writes(path)
+    table = Metastore().find_table(AcidTable.load(path).location)
+    assert len(Metastore().write_ids_of(table.table_id, "aborted")) == 1
