@@ -35,21 +35,9 @@ NO_OPEN = 9223372036854775807  # Hive's minOpenWriteId when no write id is open
 _names = itertools.count()
 
 
-def _database(server) -> str:
-    from pymetastore.hive_metastore.ttypes import AlreadyExistsException, Database
-
-    with server.client() as c:
-        try:
-            c.create_database(Database(name=DB, description="acidorc writer processes through the HMS",
-                                       locationUri=(server.warehouse / f"{DB}.db").as_uri(), parameters={}))
-        except AlreadyExistsException:
-            pass
-    return DB
-
-
 def _create(server, prefix: str, schema: pa.Schema, partition_columns=()) -> tuple[str, str, Path]:
     """A new table in ``server``'s HMS: (table name without the database, db.table, location)."""
-    _database(server)
+    server.database(DB)
     name = f"{prefix}_{os.getpid()}_{next(_names)}"
     location = server.warehouse / f"{DB}.db" / name
     acid_source.create_table(str(location), schema, name=f"{DB}.{name}", partition_columns=list(partition_columns),

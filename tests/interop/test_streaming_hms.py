@@ -10,7 +10,6 @@ import uuid
 
 import pyarrow as pa
 import pytest
-from pymetastore.hive_metastore import ttypes as tt
 from servers.hive_metastore import wait_for
 
 from acid_source import create_table
@@ -23,20 +22,10 @@ SCHEMA = pa.schema([("id", pa.int64()), ("day", pa.string())])
 B0 = 536870912
 
 
-def _database(server, name: str) -> str:
-    with server.client() as client:
-        try:
-            client.create_database(tt.Database(name=name, locationUri=f"file:{server.warehouse}/{name}.db",
-                                               parameters={}))
-        except tt.AlreadyExistsException:
-            pass
-    return name
-
-
 def test_a_batch_outlives_a_short_timeout_and_hive_reads_its_committed_transactions(
         hive_metastore_short_timeout, hive4, tmp_path):
     server = hive_metastore_short_timeout
-    db = _database(server, "acidorc_stream")
+    db = server.database("acidorc_stream")
     table = f"s_{uuid.uuid4().hex[:8]}"
     location = str(tmp_path / "t")
     create_table(location, SCHEMA, name=f"{db}.{table}", partition_columns=["day"], metastore_url=server.uri)

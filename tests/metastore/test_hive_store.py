@@ -34,20 +34,10 @@ pytestmark = pytest.mark.hms
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string()), ("day", pa.string())])
 
 
-def _database(server, name: str) -> str:
-    with server.client() as client:
-        try:
-            client.create_database(tt.Database(name=name, locationUri=f"file:{server.warehouse}/{name}.db",
-                                               parameters={}))
-        except tt.AlreadyExistsException:
-            pass
-    return name
-
-
 @pytest.fixture
 def table(hive_metastore, tmp_path):
     """A new partitioned table in the HMS: (uri, name, location)."""
-    db = _database(hive_metastore, "acidorc_store")
+    db = hive_metastore.database("acidorc_store")
     name = f"{db}.t_{uuid.uuid4().hex[:8]}"
     location = str(tmp_path / "t")
     create_table(location, SCHEMA, name=name, partition_columns=["day"], metastore_url=hive_metastore.uri)
@@ -104,7 +94,7 @@ def test_an_unreachable_metastore_is_a_typed_error_naming_it():
 
 
 def test_a_table_that_is_not_transactional_is_refused_by_name(hive_metastore, tmp_path):
-    db = _database(hive_metastore, "acidorc_store")
+    db = hive_metastore.database("acidorc_store")
     sd = tt.StorageDescriptor(cols=[tt.FieldSchema(name="id", type="bigint")], location=f"file:{tmp_path}/plain",
                               inputFormat="org.apache.hadoop.hive.ql.io.orc.OrcInputFormat",
                               outputFormat="org.apache.hadoop.hive.ql.io.orc.OrcOutputFormat",
@@ -144,7 +134,7 @@ def test_a_lock_that_is_not_granted_times_out_and_writes_nothing(table, hive_met
 def test_a_transaction_the_metastore_aborted_fails_its_commit_and_leaves_nothing(hive_metastore_short_timeout,
                                                                                   tmp_path):
     server = hive_metastore_short_timeout
-    db = _database(server, "acidorc_store")
+    db = server.database("acidorc_store")
     name = f"{db}.silent_{uuid.uuid4().hex[:8]}"
     location = str(tmp_path / "t")
     create_table(location, SCHEMA, name=name, partition_columns=["day"], metastore_url=server.uri)
@@ -246,7 +236,7 @@ def test_a_table_hive_created_is_read_with_its_layout_and_properties(hive_metast
     layout and properties from the HMS, routes rows to Hive's buckets, and leaves it
     uncompacted although its threshold is passed."""
     monkeypatch.setenv("ACIDORC_AUTO_COMPACT", "true")
-    db = _database(hive_metastore, "acidorc_store")
+    db = hive_metastore.database("acidorc_store")
     name = f"{db}.hive_made_{uuid.uuid4().hex[:6]}"
     location = tmp_path / "hive_made"
     serde = tt.SerDeInfo(serializationLib="org.apache.hadoop.hive.ql.io.orc.OrcSerde", parameters={})

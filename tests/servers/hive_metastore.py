@@ -200,6 +200,18 @@ class HiveMetastore:
         finally:
             transport.close()
 
+    def database(self, name: str) -> str:
+        """Database ``name`` (created in the warehouse unless it exists); returns the name."""
+        from pymetastore.hive_metastore.ttypes import AlreadyExistsException, Database
+
+        with self.client() as client:
+            try:
+                client.create_database(Database(name=name, locationUri=(self.warehouse / f"{name}.db").as_uri(),
+                                                parameters={}))
+            except AlreadyExistsException:
+                pass
+        return name
+
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
 
