@@ -290,3 +290,29 @@ def test_a_failed_micro_batch_is_aborted_and_replayed_once(spark, tmp_path):
     assert no_open_writes(path)
     table = Metastore().find_table(AcidTable.load(path).location)
     assert len(Metastore().write_ids_of(table.table_id, "aborted")) == 1
+
+
+def test_two_queries_stream_into_one_table(spark, tmp_path):
+    """Two running queries (two sinks) and a batch append on one table: inserts never
+    conflict, and neither query's bookkeeping touches the other's transactions."""
+    path = str(tmp_path / "t")
+    queries = []
+    try:
+        for q in range(2):
+            src = tmp_path / f"in{q}"
+            add_file(src, "f0", rows_of(range(q * 100, q * 100 + 5)))
+            df = spark.readStream.schema(SCHEMA_DDL).option("maxFilesPerTrigger", 1).json(str(src))
+            queries.append(df.writeStream.format("acidorc").option("checkpointLocation", str(tmp_path / f"ck{q}"))
+                           .start(path))
+        for q, query in enumerate(queries):
+            add_file(tmp_path / f"in{q}", "f1", rows_of(range(q * 100 + 5, q * 100 + 10)))
+        spark.createDataFrame(rows_of(range(500, 503))).select("id", "grp", "v") \
+            .write.format("acidorc").mode("append").save(path)
+        for query in queries:
+            query.processAllAvailable()
+    finally:
+        for query in queries:
+            query.stop()
+    assert table_ids(path) == [*range(10), *range(100, 110), *range(500, 503)]
+    assert len(AcidTable.load(path).history()) == 5
+    assert no_open_writes(path)
