@@ -18,7 +18,9 @@ transaction's rows are left out of every later footer. Closing the batch (after 
 transaction ended) writes the final footers and removes the side files; the next
 ``beginTransaction`` opens the next batch. Heartbeats keep every open write id of the batch
 alive; compaction never takes a directory holding an open write id (its ``N`` stays below the
-lowest open write id) and compacts the directory once the batch is closed.
+lowest open write id) and compacts the directory once the batch is closed. The post-commit step
+of every write (the automatic compaction of the data objects written) runs once per batch,
+when it closes.
 
 Object stores cannot append to a file, so there a batch holds one transaction
 (``transactionsPerBatch=1``): its file is written whole and put in place before the commit.
@@ -35,6 +37,7 @@ from typing import IO, Any, Iterator
 
 import pyarrow as pa
 
+from ..commit import after_commit
 from ..errors import (
     AcidError,
     InvalidArgumentError,
@@ -80,6 +83,7 @@ class _Batch:
     next: int = 0  # index of the next transaction to begin
     files: dict[tuple[str, int], _BucketFile] = field(default_factory=dict)
     ended: set[int] = field(default_factory=set)  # txn ids committed or aborted
+    committed_parts: set[str] = field(default_factory=set)  # data objects committed transactions wrote
 
     @property
     def min_write_id(self) -> int:
@@ -122,7 +126,8 @@ class StreamingConnection:
             raise UnsupportedOperationError(
                 "streaming ingest", f"{self._table.location} is an insert-only table; Hive's streaming ingest "
                 "(intermediate footers, _flush_length) is defined for full ACID tables")
-        self._storage = Storage(self._table.location, option_pairs(storageOptions, "storageOptions"))
+        self._storage_options = option_pairs(storageOptions, "storageOptions")
+        self._storage = Storage(self._table.location, self._storage_options)
         if transactionsPerBatch > 1 and not self._storage.is_local:
             raise InvalidArgumentError(
                 "transactionsPerBatch", f"{self._storage.display()} is on an object store, which cannot append to "
@@ -140,7 +145,8 @@ class StreamingConnection:
         self._lock = threading.RLock()
         self._heartbeat: _BatchHeartbeat | None = None
         self._tmp: str | None = None
-        self.stats = {"transactions": 0, "committed": 0, "aborted": 0, "rows": 0, "batches": 0}
+        self.stats = {"transactions": 0, "committed": 0, "aborted": 0, "rows": 0, "batches": 0,
+                      "autoCompactions": 0}
 
     # --- what it is ----------------------------------------------------------------------------
     @property
@@ -236,6 +242,7 @@ class StreamingConnection:
                 self._abort_current(f"commit failed: {type(exc).__name__}: {exc}")
                 raise
             self._end(txn_id, committed=True)
+            batch.committed_parts.update(touched)
             self._current = None
             self._state = COMMITTED
             self.stats["committed"] += 1
@@ -322,6 +329,10 @@ class StreamingConnection:
         with self._typed_errors("finish its files"):
             for entry in batch.files.values():
                 self._finish(entry, batch)
+        if batch.committed_parts:  # the post-commit step of every write, once per batch
+            done = after_commit("insert", self.location, self._metastore, batch.committed_parts,
+                                storage_options=self._storage_options)
+            self.stats["autoCompactions"] += sum(1 for e in done.get("autoCompaction", ()) if e["status"] == "compacted")
 
     def _end(self, txn_id: int, *, committed: bool, reason: str = "") -> None:
         batch = self._batch

@@ -228,3 +228,20 @@ def test_compaction_waits_for_an_open_batch_and_takes_it_once_closed(table):
     assert [d for d in os.listdir(table) if d.startswith(("base", "delta"))] == [
         next(d for d in os.listdir(table) if d.startswith("base_0000005_v"))]
     assert read_ids(table) == [1, 2, 3, 4]
+
+
+def test_closing_a_batch_runs_the_automatic_compaction_of_what_it_wrote(table, monkeypatch):
+    monkeypatch.setenv("ACIDORC_AUTO_COMPACT", "true")
+    monkeypatch.setenv("ACIDORC_COMPACTOR_DELTA_NUM_THRESHOLD", "1")  # more than one delta
+    monkeypatch.setenv("ACIDORC_COMPACTOR_CHECK_INTERVAL", "0")
+    conn = AcidTable.load(str(table)).streamingConnection(transactionsPerBatch=2)
+    for ids in ([1], [2], [3], [4]):
+        conn.beginTransaction()
+        conn.write(rows(ids))
+        conn.commitTransaction()  # every second one closes a batch: its post-commit step runs
+        if ids == [2]:
+            assert conn.stats["autoCompactions"] == 0  # one delta: below the threshold
+    assert conn.stats["autoCompactions"] == 1
+    assert [d for d in os.listdir(table) if d.startswith("base_")], "the two batches' deltas were compacted"
+    conn.close()
+    assert read_ids(table) == [1, 2, 3, 4]
