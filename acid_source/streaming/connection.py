@@ -332,7 +332,8 @@ class StreamingConnection:
         if batch.committed_parts:  # the post-commit step of every write, once per batch
             done = after_commit("insert", self.location, self._metastore, batch.committed_parts,
                                 storage_options=self._storage_options)
-            self.stats["autoCompactions"] += sum(1 for e in done.get("autoCompaction", ()) if e["status"] == "compacted")
+            compacted = [e for e in done.get("autoCompaction", ()) if e["status"] == "compacted"]
+            self.stats["autoCompactions"] += len(compacted)
 
     def _end(self, txn_id: int, *, committed: bool, reason: str = "") -> None:
         batch = self._batch
