@@ -288,3 +288,13 @@ def test_the_spark_edge_parses_options_into_the_typed_spec_the_python_api_builds
     assert WriteSpec(path="/t", partition=spec.partition, storage_options=(("anon", "true"),)) == spec
     with pytest.raises(InvalidOptionError, match="'nonsense' is not of the form column=value"):
         WriteSpec.from_options({"path": "/t", "partition": "day=1/nonsense"})
+
+
+def test_a_partition_column_named_before_data_columns_reads_last_as_hive_orders_it(tmp_path):
+    create_table(str(tmp_path / "t"), "id BIGINT, grp STRING, v BIGINT", partition_columns=["grp"])
+    t = AcidTable.load(str(tmp_path / "t"))
+    assert t.schema.names == ["id", "v", "grp"]
+    t.append(pa.table({"id": [1, 2], "grp": ["g0", "g1"], "v": [5, 6]}))
+    got = t.toArrow()
+    assert got.schema.names == ["id", "v", "grp"]
+    assert sorted(zip(*[got[c].to_pylist() for c in got.schema.names])) == [(1, 5, "g0"), (2, 6, "g1")]

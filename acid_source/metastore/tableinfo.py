@@ -51,6 +51,12 @@ class TableInfo:
         parts = set(self.partition_columns)
         return tuple(n for n in self.schema.names if n not in parts)
 
+    @property
+    def read_schema(self) -> pa.Schema:
+        """The columns as a read returns them: data columns, then the partition columns (Hive's
+        order, wherever the DDL named them)."""
+        return pa.schema([self.schema.field(n) for n in self.data_columns + tuple(self.partition_columns)])
+
 
 
 def normalize_location(location: str | os.PathLike) -> str:

@@ -69,7 +69,7 @@ class ResolvedTable:
         from ..layout.table_dirs import infer_partition_type
 
         if self.info is not None:
-            fields = list(self.data_schema())
+            fields = list(nullable(self.info.read_schema))
         else:
             part_names = {c.lower() for c in self.layout.partition_columns}
             fields = [f for f in self.data_schema() if f.name.lower() not in part_names]

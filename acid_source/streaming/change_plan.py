@@ -134,7 +134,7 @@ def _plan(location: str, select: Callable[[dict[int, dict]], list[int]], asked: 
                               "write ids committed when, and which partitions each wrote); the change feed needs "
                               "it: use acidorc's own transaction store")
     storage = Storage(info.location, storage_options)
-    table_schema = nullable(info.schema)
+    table_schema = nullable(info.read_schema)
     output = change_schema(table_schema)
     key = partition_key(info)
     problem: Exception | None = None

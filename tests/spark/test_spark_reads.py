@@ -60,3 +60,12 @@ def test_a_subset_schema_prunes_and_a_misspelled_column_is_an_error(spark, tmp_p
     assert [tuple(r) for r in got] == [(1, 2.5)]
     with pytest.raises(Exception, match="nmae"):
         spark.read.format("acidorc").schema("id bigint, nmae string").load(path).collect()
+
+
+def test_a_partition_column_named_first_reads_last_through_spark(spark, tmp_path):
+    path = str(tmp_path / "t")
+    create_table(path, "grp STRING, id BIGINT, v BIGINT", partition_columns=["grp"])
+    AcidTable.load(path).append(pa.table({"grp": ["g0", "g1"], "id": [1, 2], "v": [5, 6]}))
+    df = spark.read.format("acidorc").load(path)
+    assert df.columns == ["id", "v", "grp"]
+    assert sorted(tuple(r) for r in df.collect()) == [(1, 5, "g0"), (2, 6, "g1")]
