@@ -103,7 +103,7 @@ def create_table(location: str | os.PathLike, schema, *, name: str | None = None
                     if not storage.is_local:
                         storage.remove(storage.marker_path)
                     if not root_existed:
-                        _remove_if_empty(storage)
+                        remove_if_empty(storage)
             raise
 
 
@@ -164,7 +164,7 @@ def _check_adopted_layout(layout: TableLayout, partition_columns, insert_only: b
                           f"insert_only={insert_only}", path=where)
 
 
-def _remove_if_empty(storage: Storage) -> None:
+def remove_if_empty(storage: Storage) -> None:
     """Remove the table root again if nothing is in it (a directory this call created; on an
     object store, the folder object some servers keep after their last object went)."""
     fs = storage.fs

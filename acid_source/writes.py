@@ -19,7 +19,7 @@ from .orc.codecs import canonical_codec
 from .scan.resolved import nullable
 from .staged import StagedWrite
 from .storage import Storage
-from .tables import history_on_storage
+from .tables import history_on_storage, remove_if_empty
 from .txn import Transaction
 from .write.job import WriteJob
 from .write.rows import existing_partition_dirs, partition_key, partition_path, static_partition_values
@@ -209,9 +209,10 @@ def _create_table(metastore: Metastore, storage: Storage, options: WriteSpec, da
         fields = [f for f in fields if f.name not in partition_columns] + [
             data_schema.field(c) for c in partition_columns]
     bucket_columns = [names.get(c.lower(), c) for c in options.bucket_columns]
-    # As create_table: on an object store the table marker goes first, so the table exists on
-    # storage once registered, even if this first write aborts and leaves no directory behind.
-    wrote_marker = False if storage.is_local else storage.write_marker()
+    # As create_table: the table root (a local directory, an object store's marker) goes first,
+    # so the table exists on storage once registered, even if this first write is empty or
+    # aborts and leaves no directory of its own behind.
+    wrote_marker = storage.write_marker()
     try:
         return metastore.create_table(
             location, nullable(pa.schema(fields)), name=name,
@@ -221,5 +222,8 @@ def _create_table(metastore: Metastore, storage: Storage, options: WriteSpec, da
     except BaseException:
         if wrote_marker:  # not registered after all: take back what this call wrote
             with storage.failures("removing the table marker again"):
-                storage.remove(storage.marker_path)
+                if storage.is_local:
+                    remove_if_empty(storage)
+                else:
+                    storage.remove(storage.marker_path)
         raise

@@ -186,3 +186,12 @@ def test_bucketed_table_routes_rows_by_hive_hash(tmp_path):
             bucket = int(f.name.split("_")[1])
             batch = OrcFile(Storage(str(t)), str(f)).read_stripe(0)
             assert {expected[i] for i in batch.column(5).field("id").to_pylist()} == {bucket}
+
+
+def test_an_empty_first_write_that_creates_the_table_leaves_it_readable(tmp_path):
+    t = tmp_path / "t"
+    write(t, [[rows([1]).slice(0, 0)]])  # Spark's limit(0), or a first micro-batch without rows
+    assert t.is_dir()
+    assert read_rows(t) == []
+    write(t, [[rows([1])]])
+    assert [r["id"] for r in read_rows(t)] == [1]
