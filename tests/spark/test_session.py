@@ -11,7 +11,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: write.wr
 from write.writers import rows, write  # noqa: E402
 
 from acid_source import register  # noqa: E402
-from acid_source.errors import UnsupportedOperationError  # noqa: E402
+from acid_source.errors import InvalidOptionError  # noqa: E402
 from acid_source.spark.datasource import SOURCE_NAME, AcidOrcDataSource  # noqa: E402
 from acid_source.spark.session import is_registered  # noqa: E402
 
@@ -48,20 +48,20 @@ def test_a_new_session_knows_the_source(spark):
     assert other.conf.get("spark.sql.execution.arrow.maxBytesPerBatch") == "2147483647"
 
 
-def test_stream_reader_raises_a_typed_error_on_first_use():
-    reader = AcidOrcDataSource({"path": "/warehouse/t"}).streamReader(None)
+def test_a_stream_reader_with_bad_options_raises_its_typed_error_on_first_use():
+    reader = AcidOrcDataSource({"path": "/warehouse/t", "maxRowsPerTrigger": "0"}).streamReader(None)
     reader.stop()  # Spark calls stop() even after a failure: it must not hide the error
-    for call in (reader.initialOffset, reader.latestOffset, lambda: reader.partitions({}, {})):
-        with pytest.raises(UnsupportedOperationError, match="/warehouse/t: streaming reads .* not available yet"):
+    for call in (reader.initialOffset, lambda: reader.latestOffset({}, None), lambda: reader.partitions({}, {})):
+        with pytest.raises(InvalidOptionError, match="maxRowsPerTrigger.*expected an integer >= 1"):
             call()
 
 
-def test_read_stream_fails_with_a_clear_message(spark, tmp_path):
+def test_a_read_stream_with_a_batch_option_fails_with_a_clear_message(spark, tmp_path):
     from pyspark.errors import StreamingQueryException
 
     path = tmp_path / "t"
     write(path, [[rows([1, 2])]])
-    query = (spark.readStream.format("acidorc").load(str(path))
+    query = (spark.readStream.format("acidorc").option("versionAsOf", 1).load(str(path))
              .writeStream.format("noop").option("checkpointLocation", str(tmp_path / "checkpoint")).start())
     try:
         with pytest.raises(StreamingQueryException) as info:
@@ -69,6 +69,5 @@ def test_read_stream_fails_with_a_clear_message(spark, tmp_path):
     finally:
         query.stop()
     message = str(info.value)
-    assert "UnsupportedOperationError: streaming read" in message
-    assert "streaming reads of acidorc tables are not available yet" in message and str(path) in message
+    assert "InvalidOptionError: option 'versionasof': 'versionAsOf' is a batch read option" in message
     assert "UnboundLocalError" not in message and "NOT_IMPLEMENTED" not in message
