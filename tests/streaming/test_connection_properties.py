@@ -49,7 +49,7 @@ operation = st.one_of(
 )
 
 
-@examples(25, suppress=[HealthCheck.function_scoped_fixture])
+@examples(15, suppress=[HealthCheck.function_scoped_fixture])
 @given(layout=st.sampled_from(["plain", "partitioned", "bucketed"]), batch_sizes=st.tuples(
     st.integers(1, 4), st.integers(1, 4)), history=st.lists(operation, max_size=30))
 def test_every_read_returns_exactly_the_committed_transactions(layout, batch_sizes, history):
