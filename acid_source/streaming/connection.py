@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import tempfile
 import threading
 from dataclasses import dataclass, field
@@ -273,8 +274,6 @@ class StreamingConnection:
             finally:
                 self._stop_heartbeat()
                 if self._tmp is not None:
-                    import shutil
-
                     shutil.rmtree(self._tmp, ignore_errors=True)
 
     def __enter__(self) -> "StreamingConnection":
