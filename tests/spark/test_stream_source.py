@@ -53,7 +53,7 @@ def table(tmp_path):
     return AcidTable.load(str(tmp_path / "t"))
 
 
-def test_the_table_as_it_is_then_each_new_commit_exactly_once_across_restarts(spark, table, tmp_path):
+def test_the_table_as_it_is_then_each_new_commit_exactly_once_across_restarts_or_from_latest(spark, table, tmp_path):
     table.append(rows([1, 2]))
     stream = Stream(spark, table.location, tmp_path)
     stream.run()
@@ -63,6 +63,11 @@ def test_the_table_as_it_is_then_each_new_commit_exactly_once_across_restarts(sp
     stream.run()  # a restart from the checkpoint
     stream.run()  # nothing new: nothing again
     assert stream.rows("id", "day") == [(1, "a"), (2, "a"), (3, "b"), (4, "a")]
+    latest = Stream(spark, table.location, tmp_path / "latest", startingVersion="latest")
+    latest.run()  # what is there is skipped
+    table.append(rows([5]))
+    latest.run()
+    assert latest.rows("id") == [(5,)]
 
 
 def test_a_lower_write_id_that_commits_after_a_higher_one_is_delivered_once(spark, table, tmp_path):
@@ -103,15 +108,6 @@ def test_read_limits_split_the_backlog_into_micro_batches(spark, table, tmp_path
     by_rows = Stream(spark, table.location, tmp_path / "r", startingVersion="1", maxRowsPerTrigger="3")
     by_rows.run()
     assert by_rows.batches == 2 and len(by_rows.rows()) == 8  # whole write ids: 2 + 2 rows >= 3
-
-
-def test_starting_version_latest_skips_what_is_there(spark, table, tmp_path):
-    table.append(rows([1]))
-    stream = Stream(spark, table.location, tmp_path, startingVersion="latest")
-    stream.run()
-    table.append(rows([2]))
-    stream.run()
-    assert stream.rows("id") == [(2,)]
 
 
 def test_bad_stream_options_are_typed_errors(spark, table, tmp_path):

@@ -116,7 +116,7 @@ def _changes(t: AcidTable, a: int, b: int) -> list[tuple]:
     return sorted(zip(*(got.column(c).to_pylist() for c in ("_commit_version", "_change_type", "id", "k", "v", "p"))))
 
 
-@examples(30, suppress=[HealthCheck.function_scoped_fixture])
+@examples(20, suppress=[HealthCheck.function_scoped_fixture])
 @given(originals=st.booleans(), history=st.lists(step, min_size=3, max_size=12),
        ranges=st.lists(st.tuples(st.integers(1, 14), st.integers(0, 6)), min_size=2, max_size=4))
 def test_change_feed_equals_the_model_or_names_the_removed_history(tmp_path_factory, originals, history, ranges):
