@@ -120,3 +120,24 @@ def commit_batch(location: str, url: str, sink_id: str, batch_id: int, ids: list
         return "committed", metrics["txnId"], metrics["txnId"]
 
     _report(queue, worker, run)
+
+
+def run_workers(ctx, workers: int, target, args_of) -> list:
+    """Start ``workers`` processes of ``target`` (``args_of(i, start, queue)`` gives worker i's
+    arguments; ``start`` is a barrier they all wait on, ``queue`` where :func:`_report` puts
+    results), collect one ``(worker, status, value)`` each and fail with the children's
+    tracebacks if any of them failed."""
+    queue, start = ctx.Queue(), ctx.Barrier(workers, timeout=60)
+    procs = [ctx.Process(target=target, args=args_of(i, start, queue)) for i in range(workers)]
+    for p in procs:
+        p.start()
+    try:
+        results = [queue.get(timeout=120) for _ in procs]
+    finally:
+        for p in procs:
+            p.join(timeout=30)
+            if p.is_alive():
+                p.kill()
+    failed = [value for _, status, value in results if status != "ok"]
+    assert not failed, "\n".join(failed)
+    return results

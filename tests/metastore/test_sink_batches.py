@@ -242,21 +242,9 @@ def test_processes_racing_to_commit_one_batch_exactly_one_wins(db_url, tmp_path)
     create_table(str(location), SCHEMA, partition_columns=["ds"], metastore_url=db_url)
     workers = 3
     ctx = worker_context.forkserver()
-    queue, start = ctx.Queue(), ctx.Barrier(workers, timeout=60)
-    procs = [ctx.Process(target=metastore_workers.commit_batch,
-                         args=(str(location), db_url, SINK, 0, [10 * i, 10 * i + 1], i, start, queue))
-             for i in range(workers)]
-    for p in procs:
-        p.start()
-    try:
-        results = [queue.get(timeout=120) for _ in procs]
-    finally:
-        for p in procs:
-            p.join(timeout=30)
-            if p.is_alive():
-                p.kill()
-    failed = [value for _, status, value in results if status != "ok"]
-    assert not failed, "\n".join(failed)
+    results = metastore_workers.run_workers(
+        ctx, workers, metastore_workers.commit_batch,
+        lambda i, start, queue: (str(location), db_url, SINK, 0, [10 * i, 10 * i + 1], i, start, queue))
     outcomes = {worker: value for worker, _, value in results}
     winners = [w for w, (outcome, _, _) in outcomes.items() if outcome == "committed"]
     assert len(winners) == 1, outcomes

@@ -153,20 +153,9 @@ def test_processes_allocating_write_ids_never_collide(store, store_url, new_tabl
     table = new_table(partitioned=False)
     workers, iterations = 3, 8
     ctx = multiprocessing.get_context("spawn")
-    queue, start = ctx.Queue(), ctx.Barrier(workers, timeout=60)
-    procs = [ctx.Process(target=metastore_workers.allocate_and_commit,
-                         args=(store_url, table.table_id, iterations, i, start, queue)) for i in range(workers)]
-    for p in procs:
-        p.start()
-    try:
-        results = [queue.get(timeout=120) for _ in procs]
-    finally:
-        for p in procs:
-            p.join(timeout=30)
-            if p.is_alive():
-                p.kill()
-    failed = [value for _, status, value in results if status != "ok"]
-    assert not failed, "\n".join(failed)
+    results = metastore_workers.run_workers(
+        ctx, workers, metastore_workers.allocate_and_commit,
+        lambda i, start, queue: (store_url, table.table_id, iterations, i, start, queue))
     pairs = [pair for _, _, done in results for pair in done]
     assert sorted(w for _, w in pairs) == list(range(1, workers * iterations + 1))
     assert len({t for t, _ in pairs}) == len(pairs)
@@ -220,20 +209,9 @@ def test_processes_opening_transaction_batches_never_overlap(store, store_url, n
     table = new_table(partitioned=False)
     workers, batches, size = 3, 4, 3
     ctx = worker_context.forkserver()
-    queue, start = ctx.Queue(), ctx.Barrier(workers, timeout=60)
-    procs = [ctx.Process(target=metastore_workers.open_batches,
-                         args=(store_url, table.table_id, batches, size, i, start, queue)) for i in range(workers)]
-    for p in procs:
-        p.start()
-    try:
-        results = [queue.get(timeout=120) for _ in procs]
-    finally:
-        for p in procs:
-            p.join(timeout=30)
-            if p.is_alive():
-                p.kill()
-    failed = [value for _, status, value in results if status != "ok"]
-    assert not failed, "\n".join(failed)
+    results = metastore_workers.run_workers(
+        ctx, workers, metastore_workers.open_batches,
+        lambda i, start, queue: (store_url, table.table_id, batches, size, i, start, queue))
     all_batches = [pairs for _, _, done in results for pairs in done]
     for pairs in all_batches:  # each batch: consecutive write ids in ascending transaction order
         assert [t for t, _ in pairs] == sorted(t for t, _ in pairs)
