@@ -544,6 +544,44 @@ class AcidScan:
     def count(self) -> int:
         return sum(b.num_rows for b in self.toBatches())
 
+    # --- handing the rows to other engines -----------------------------------------------------
+    def toBatchReader(self, *, leaseSeconds: float | None = None) -> pa.RecordBatchReader:
+        """The rows as a ``pyarrow.RecordBatchReader``, read as it is consumed (the lease of
+        :meth:`toBatches` is held meanwhile)."""
+        return pa.RecordBatchReader.from_batches(self.schema, self.toBatches(leaseSeconds=leaseSeconds))
+
+    def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
+        """The Arrow PyCapsule stream interface: engines that read Arrow streams take a scan as
+        it is, batch by batch, without copies - ``duckdb.sql("select ... from scan")``,
+        ``polars.DataFrame(scan)``, ``pyarrow.RecordBatchReader.from_stream(scan)``. Each use
+        reads the snapshot again; the read lease is held while the stream is consumed."""
+        return self.toBatchReader().__arrow_c_stream__(requested_schema)
+
+    def toPandas(self) -> Any:
+        """The rows as a pandas DataFrame."""
+        return self.toArrow().to_pandas()
+
+    def toPolars(self) -> Any:
+        """The rows as a polars DataFrame (``pip install acidorc[polars]``)."""
+        polars = _optional("polars", "polars")
+        return polars.from_arrow(self.toArrow())
+
+    def toDuckDB(self, connection: Any = None) -> Any:
+        """The rows as a DuckDB relation, on ``connection`` or DuckDB's default one
+        (``pip install acidorc[duckdb]``); query it with SQL or relational methods."""
+        duckdb = _optional("duckdb", "duckdb")
+        return (connection if connection is not None else duckdb).from_arrow(self.toArrow())
+
+
+def _optional(module: str, extra: str) -> Any:
+    """An engine acidorc hands rows to, imported when asked for: a typed error naming the extra
+    that installs it."""
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise UnsupportedOperationError(
+            f"reading into {module}", f"{module} is not installed: pip install 'acidorc[{extra}]'") from None
+
 
 def _version(value) -> int:
     if isinstance(value, bool):
