@@ -112,12 +112,14 @@ def advance(start: StreamOffset, snapshot: ValidWriteIdList, *, max_write_ids: i
             if total >= max_rows:
                 break
         take = max(1, min(take, n))
-    if take == len(candidates):
-        end = snapshot.high_watermark
-    else:
-        end = candidates[take - 1]
+    # never below start: a pending write id taken by a limited batch must not bring back the
+    # ones above it that were delivered already
+    end = max(start.write_id, snapshot.high_watermark if take == len(candidates) else candidates[take - 1])
+    taken = set(candidates[:take])
     scope = set(start.pending) | set(range(start.write_id + 1, end + 1))
-    pending = tuple(sorted(w for w in scope if w <= end and _is_open(snapshot, w)))
+    # still to deliver: the open ones, and committed ones a limit left for a later batch
+    pending = tuple(sorted(w for w in scope if w <= end and w not in taken
+                           and (_is_open(snapshot, w) or snapshot.is_write_id_valid(w))))
     return StreamOffset(end, pending)
 
 

@@ -4,8 +4,9 @@ order write ids commit in, under read limits and replays (a literal model of the
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
+from properties import examples
 
 from acid_source.errors import InvalidOptionError
 from acid_source.layout.writeids import ValidWriteIdList
@@ -91,7 +92,7 @@ events = st.lists(st.one_of(
 ), max_size=60)
 
 
-@settings(max_examples=200, deadline=None)
+@examples(200)
 @given(events)
 def test_every_committed_write_id_is_delivered_exactly_once(history):
     store = Store()
@@ -122,3 +123,20 @@ def test_every_committed_write_id_is_delivered_exactly_once(history):
         offset = end
     assert sorted(delivered) == sorted(w for w, s in store.state.items() if s == "committed")
     assert len(delivered) == len(set(delivered))
+
+
+def test_a_limited_batch_of_pending_write_ids_never_moves_the_offset_back():
+    """Found by the property test: 2 committed and delivered while 1 and 3 were open; both
+    commit; a batch limited to one write id takes 1 - and must not deliver 2 again."""
+    store = Store()
+    for _ in range(3):
+        store.allocate()
+    store.state[2] = "committed"
+    first = advance(StreamOffset(0), store.snapshot())
+    assert first == StreamOffset(3, (1, 3)) and delivered_between(StreamOffset(0), first, store.committed) == [2]
+    store.state[1] = store.state[3] = "committed"
+    second = advance(first, store.snapshot(), max_write_ids=1)
+    assert second == StreamOffset(3, (3,))
+    assert delivered_between(first, second, store.committed) == [1]
+    third = advance(second, store.snapshot(), max_write_ids=1)
+    assert third == StreamOffset(3, ()) and delivered_between(second, third, store.committed) == [3]
