@@ -15,8 +15,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
+from properties import examples
 
 from acid_source.errors import InvalidArgumentError
 from acid_source.expressions import Condition, parse_condition, parse_value_expression
@@ -563,7 +564,7 @@ def _prop_table(rows) -> pa.Table:
     return pa.table(columns, schema=PROP_SCHEMA)
 
 
-@settings(max_examples=150, deadline=None)
+@examples(150)
 @given(rows=st.lists(ROW, max_size=8), condition=conditions())
 def test_random_conditions_match_the_reference(rows, condition):
     sql, evaluate = condition
@@ -579,7 +580,7 @@ def test_random_conditions_match_the_reference(rows, condition):
     assert kept.column("_row").to_pylist() == [k for k, value in enumerate(expected) if value is True], sql
 
 
-@settings(max_examples=100, deadline=None)
+@examples(100)
 @given(rows=st.lists(ROW, max_size=6), expression=numeric_expressions(2))
 def test_random_values_match_the_reference(rows, expression):
     sql, kind, evaluate = expression

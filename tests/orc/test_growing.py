@@ -15,9 +15,10 @@ import pyarrow as pa
 import pyarrow.orc as paorc
 import pyorc
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given
 from hypothesis import strategies as st
 from interop.conftest import hive4  # noqa: F401  (Hive 4.1's classes, one JVM per session)
+from properties import examples
 
 from acid_source.errors import AcidError, InvalidArgumentError, SchemaError, StorageError
 from acid_source.orc.files import OrcFile, parse_key_index
@@ -399,7 +400,7 @@ def histories(draw):
     return ops
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@examples(100, suppress=[HealthCheck.function_scoped_fixture])
 @given(ops=histories(), compression=st.sampled_from(["zlib", "snappy", "none"]))
 def test_random_histories_against_a_model(tmp_path, ops, compression):
     data, side = io.BytesIO(), io.BytesIO()
