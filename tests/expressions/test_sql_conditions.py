@@ -478,6 +478,8 @@ def conditions(draw, depth=2):
                 a, b = left(row), right(row)
                 return a is None and b is None if a is None or b is None else _compare("=", a, b)
             return f"({left_sql} <=> {right_sql})", null_safe
+        if "NULL" in (left_sql, right_sql):  # Spark's NullPropagation folds it to NULL: the other side never runs
+            return f"({left_sql} {op} {right_sql})", lambda row: None
         return f"({left_sql} {op} {right_sql})", lambda row: _compare(op, *_left_first(left, right, row))
     if choice == "string":
         op = draw(st.sampled_from(["=", "<>", "<", ">="]))
