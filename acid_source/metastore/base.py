@@ -65,6 +65,16 @@ def _shared_engine(key: tuple[str, float], make: Callable[[], sa.Engine]) -> sa.
         return engine
 
 
+def integer_or_none(value) -> int | None:
+    """``value`` as an int if it is an integer (numpy's too; not a bool), else None."""
+    if isinstance(value, bool):
+        return None
+    try:
+        return operator.index(value)
+    except TypeError:
+        return None
+
+
 def as_id(value, what: str) -> int:
     """An integer id argument (bools and floats are refused, numpy integers accepted)."""
     if isinstance(value, bool):

@@ -12,13 +12,11 @@ answers what a restarted sink asks.
 
 from __future__ import annotations
 
-import operator
-
 import sqlalchemy as sa
 from sqlalchemy import func, insert, select
 
 from ..errors import InvalidArgumentError, MetastoreError
-from .base import StoreBase
+from .base import StoreBase, integer_or_none
 from .schema import sink_batches
 
 _SINK_ID_MAX = 1024
@@ -43,10 +41,7 @@ def sink_id_arg(sink_id) -> str:
 
 
 def batch_id_arg(batch_id) -> int:
-    try:
-        value = None if isinstance(batch_id, bool) else operator.index(batch_id)
-    except TypeError:
-        value = None
+    value = integer_or_none(batch_id)
     if value is None or value < 0:
         raise InvalidArgumentError("batch_id", f"expected an integer >= 0, got {batch_id!r}")
     return value

@@ -8,7 +8,6 @@ transaction for a failed one and delete its files.
 
 from __future__ import annotations
 
-import operator
 import os
 import socket
 from collections.abc import Iterable, Mapping
@@ -18,7 +17,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import and_, exists, insert, or_, select, update
 
 from ..errors import BatchAlreadyCommittedError, ConflictError, InvalidArgumentError, StoreBehindStorageError
-from .base import ABORTED, COMMITTED, OPEN, as_id, as_seconds, chunks
+from .base import ABORTED, COMMITTED, OPEN, as_id, as_seconds, chunks, integer_or_none
 from .schema import tables, txn_components, txn_write_ids, txns
 from .sinks import SINK_REASON, SinksMixin, sink_key
 
@@ -92,12 +91,18 @@ def _touched_objects(touched: Mapping[int, Iterable[str]] | None) -> dict[int, l
     return result
 
 
+def _bump_write_ids(conn, table_id: int, n: int) -> int:
+    """Hand out ``n`` more write ids of the table; returns the highest (the new high-water mark)."""
+    bump = update(tables).where(tables.c.table_id == table_id).values(write_id_hwm=tables.c.write_id_hwm + n)
+    if conn.dialect.update_returning:
+        return conn.execute(bump.returning(tables.c.write_id_hwm)).scalar_one()
+    conn.execute(bump)
+    return conn.execute(select(tables.c.write_id_hwm).where(tables.c.table_id == table_id)).scalar_one()
+
+
 def batch_size(count) -> int:
     """The number of transactions of a batch: an integer >= 1."""
-    try:
-        n = None if isinstance(count, bool) else operator.index(count)
-    except TypeError:
-        n = None
+    n = integer_or_none(count)
     if n is None or n < 1:
         raise InvalidArgumentError("count", f"a transaction batch opens an integer >= 1 of transactions, got {count!r}")
     return n
@@ -149,14 +154,7 @@ class TransactionsMixin(SinksMixin):
                 table = self._table_row(conn, table_id, lock=True)
                 if on_storage is not None:
                     self._refuse_if_behind(conn, table, on_storage)
-                bump = (update(tables).where(tables.c.table_id == table_id)
-                        .values(write_id_hwm=tables.c.write_id_hwm + 1))
-                if conn.dialect.update_returning:
-                    existing = conn.execute(bump.returning(tables.c.write_id_hwm)).scalar_one()
-                else:
-                    conn.execute(bump)
-                    existing = conn.execute(select(tables.c.write_id_hwm)
-                                            .where(tables.c.table_id == table_id)).scalar_one()
+                existing = _bump_write_ids(conn, table_id, 1)
                 conn.execute(insert(txn_write_ids).values(txn_id=txn_id, table_id=table_id, write_id=existing))
             conn.execute(update(txns).where(txns.c.txn_id == txn_id).values(last_heartbeat=self.clock()))
             return existing
@@ -189,14 +187,7 @@ class TransactionsMixin(SinksMixin):
             if on_storage is not None:
                 self._refuse_if_behind(conn, table, on_storage)
             last_txn = self._next(conn, "txn_id", count)
-            bump = (update(tables).where(tables.c.table_id == table_id)
-                    .values(write_id_hwm=tables.c.write_id_hwm + count))
-            if conn.dialect.update_returning:
-                last_write = conn.execute(bump.returning(tables.c.write_id_hwm)).scalar_one()
-            else:
-                conn.execute(bump)
-                last_write = conn.execute(select(tables.c.write_id_hwm)
-                                          .where(tables.c.table_id == table_id)).scalar_one()
+            last_write = _bump_write_ids(conn, table_id, count)
             pairs = [(last_txn - count + i, last_write - count + i) for i in range(1, count + 1)]
             opened[:] = pairs
             start_seq = self._current(conn, "commit_seq")
