@@ -121,6 +121,7 @@ class TableScan:
             include_row_id=self.include_row_id,
             predicates=data_preds,
             row_filter=self._compiled_row_filter(output_schema),
+            write_ids=self.table.write_ids,
         )
         prune = self._row_filter_on_partitions(output_schema, part_fields)
         splits: list[BucketSplit] = []

@@ -66,6 +66,9 @@ class ReadContext:
     #: a pyarrow compute Expression over the output columns (option rowFilter, compiled on the
     #: driver): rows where it is not true are dropped before they leave the task
     row_filter: Any = None
+    #: the splits' snapshot, parsed once on the driver (a ValidWriteIdList; each split also
+    #: carries it as Hive's string)
+    write_ids: Any = None
 
     @property
     def data_fields(self) -> list[pa.Field]:

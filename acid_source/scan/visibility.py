@@ -119,6 +119,15 @@ def needs_collapse(orc: OrcFile) -> bool:
     return stats is None or stats[1] > 0 or stats[2] > 0
 
 
+def all_events_valid(write_ids: ValidWriteIdList, dir_kind: str, min_write_id: int, max_write_id: int) -> bool:
+    """Can every event of a file in this directory be seen without checking? A base below
+    every open write id holds only committed events (one at the lowest open write id, which
+    Hive's base rule accepts, may not); so does a delta whose whole write-id range is valid."""
+    if dir_kind == "base":
+        return write_ids.is_valid_base(max_write_id)
+    return dir_kind == "delta" and write_ids.is_write_id_range_valid(min_write_id, max_write_id) is RangeResponse.ALL
+
+
 @dataclass(frozen=True, eq=False)
 class VisibleRows:
     """The rows of one stripe of one data file, and which of them the snapshot sees.
@@ -164,21 +173,23 @@ class SplitVisibility:
     rows of invalid write ids, deleted rows (split-update) and superseded versions (ACID v1)
     are hidden.
 
-    ``with_keys`` asks for the ROW__IDs of the rows; ``predicates`` on data columns let it skip
+    ``with_keys`` asks for the ROW__IDs of the rows; ``write_ids``, the split's snapshot already
+    parsed (a scan parses it once, on the driver); ``predicates`` on data columns let it skip
     insert stripes whose column statistics rule every row out (rows of the stripes read are not
     filtered by them). ``current_path`` names the file being read, for error messages.
     """
 
     def __init__(self, split: BucketSplit, storage: Storage, *, insert_only: bool = False,
                  with_keys: bool = False, predicates: Sequence[Predicate] = (),
-                 metrics: ScanMetrics | None = None):
+                 metrics: ScanMetrics | None = None, write_ids: ValidWriteIdList | None = None):
         self.split = split
         self.storage = storage
         self.insert_only = insert_only
         self.with_keys = with_keys
         self.predicates = tuple(predicates)
         self.metrics = metrics if metrics is not None else ScanMetrics()
-        self.write_ids = ValidWriteIdList.parse(split.write_ids)
+        # parsed once per scan on the driver when the caller has it (ReadContext.write_ids)
+        self.write_ids = write_ids if write_ids is not None else ValidWriteIdList.parse(split.write_ids)
         self.current_path: str | None = None
         self._files: dict[str, OrcFile] = {}
 
@@ -235,18 +246,10 @@ class SplitVisibility:
             if f.num_rows == 0:
                 continue
             if f.is_acid:
-                yield from self._acid_rows(f, s, deletes, check_valid=not self._all_valid(s))
+                yield from self._acid_rows(f, s, deletes, check_valid=not all_events_valid(
+                    self.write_ids, s.dir_kind, s.min_write_id, s.max_write_id))
             else:
                 yield from self._original_rows(f, s, deletes)
-
-    def _all_valid(self, s: FileSlice) -> bool:
-        """Can every event of this file be seen without checking? A base below every open
-        write id holds only committed events (one at the lowest open write id, which Hive's
-        base rule accepts, may not); so does a delta whose whole write-id range is valid."""
-        if s.dir_kind == "base":
-            return self.write_ids.is_valid_base(s.max_write_id)
-        return s.dir_kind == "delta" and self.write_ids.is_write_id_range_valid(
-            s.min_write_id, s.max_write_id) is RangeResponse.ALL
 
     def _acid_rows(self, f: OrcFile, s: FileSlice, hidden: KeySet, check_valid: bool = True):
         for i in self._stripes(f, s):
