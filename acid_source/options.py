@@ -51,6 +51,8 @@ READ_OPTIONS = {
                  "as AcidTable.scan's rowFilter): rows where it is not true are not returned",
     "filterPushdown": "auto | true | false: use filters Spark pushes down (auto: where Spark does it safely)",
     "metastoreUrl": "the transaction store (SQLAlchemy URL); default: $ACIDORC_METASTORE_URL or ~/.acidorc",
+    "nativeRead": "true | false: acid_source.read and AcidTable.toDF let Spark's own ORC reader read the files "
+                  "that need no merge (default true; spark.read.format('acidorc') always reads through acidorc)",
     "readLeaseSeconds": "how long the cleaner keeps the files a read's snapshot needs, counted from when Spark "
                         "plans the read (default: $ACIDORC_READ_LEASE_SECONDS or 3600; 0 takes no lease)",
     "readChangeFeed": "true to read the change feed: the rows write ids inserted and deleted, with _change_type, "
@@ -293,6 +295,7 @@ class ReadSpec:
     timestamp_as_of: float | None = None
     read_lease_seconds: float = DEFAULT_READ_LEASE_SECONDS  # 0: the read takes no lease
     read_change_feed: bool = False
+    native_read: bool = True  # acid_source.read: files that need no merge go to Spark's ORC reader
     starting_version: int | None = None  # the change feed's range (only with read_change_feed)
     ending_version: int | None = None
     starting_timestamp: float | None = None
@@ -350,6 +353,7 @@ class ReadSpec:
             read_lease_seconds=(parse_seconds("readLeaseSeconds", opts["readLeaseSeconds"])
                                 if "readLeaseSeconds" in opts else default_read_lease_seconds()),
             read_change_feed=change_feed,
+            native_read=parse_bool("nativeRead", opts.get("nativeRead", "true")),
             starting_version=versions[0],
             ending_version=versions[1],
             starting_timestamp=times[0],

@@ -16,6 +16,14 @@ def read_rows(path, metrics: ScanMetrics | None = None, predicates=(), **options
     return [row for s in splits for batch in read_split(s, ctx, metrics) for row in batch.to_pylist()]
 
 
+def native_rows(spark, path, **options) -> list[dict]:
+    """The rows of ``acid_source.read`` (Spark's ORC reader for files that need no merge,
+    acidorc's merge for the rest), as the core's ``read_rows`` returns them."""
+    import acid_source
+
+    return acid_source.read(spark, str(path), **{k: str(v) for k, v in options.items()}).toArrow().to_pylist()
+
+
 def plan(path, predicates=(), **options):
     opts = {"path": str(path), **{k: str(v) for k, v in options.items()}}
     scan = scan_for(ReadSpec.from_options(opts))

@@ -105,7 +105,7 @@ def _use_pushdown(options: ReadSpec) -> bool:
     return options.filter_pushdown == "true"
 
 
-def _take_read_lease(options: ReadSpec, table) -> None:
+def take_read_lease(options: ReadSpec, table) -> None:
     """A lease on the planned snapshot, for ``readLeaseSeconds``: the cleaner keeps the files
     these partitions read until it expires. Planning runs in a short-lived driver-side process
     and tasks never talk to the store, so nothing renews or releases it; Spark may reuse the
@@ -155,7 +155,7 @@ class AcidOrcReader(DataSourceReader):
     def partitions(self) -> Sequence[InputPartition]:
         arrow_schema = to_arrow_schema(self._schema, timezone="UTC")
         scan = self._scan()
-        _take_read_lease(self._options, scan.table)  # before the directories are listed
+        take_read_lease(self._options, scan.table)  # before the directories are listed
         ctx, splits = scan.plan(arrow_schema, self._predicates)
         if not splits:
             return [AcidInputPartition(ctx, None)]

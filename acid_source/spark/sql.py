@@ -41,6 +41,7 @@ from ..metastore.engine import url_for_workers
 from ..options import storage_options_from
 from ..resolve import open_store
 from .datasource import SOURCE_NAME
+from .native_read import read
 
 #: read options under which a view shows other rows than the table's latest snapshot
 _SNAPSHOT_OPTIONS = ("versionAsOf", "timestampAsOf", "validWriteIds", "validTxns", "partitionFilter")
@@ -253,15 +254,15 @@ def _source_frame(spark, source: MergeSource, metastore_url: str | None) -> Iter
                     location = store.get_table(name=name).location
             if location is None:
                 continue  # Spark's to resolve (or to report)
-            reader = spark.read.format(SOURCE_NAME)
+            options = {}
             url = url_for_workers(metastore_url)
             if url is not None:
-                reader = reader.option("metastoreUrl", url)
+                options["metastoreUrl"] = url
             if ref.version is not None:
                 kind, value = ref.version
-                reader = reader.option("versionAsOf" if kind == "VERSION" else "timestampAsOf", value)
+                options["versionAsOf" if kind == "VERSION" else "timestampAsOf"] = value
             view = _VIEW_PREFIX + uuid.uuid4().hex
-            reader.load(location).createOrReplaceTempView(view)
+            read(spark, location, **options).createOrReplaceTempView(view)
             views[ref] = view
         frame = spark.sql(source_query(source, views))
         yield frame.alias(source.alias) if source.alias else frame

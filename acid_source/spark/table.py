@@ -86,18 +86,17 @@ class SparkAcidTable(AcidTable):
     # --- reading ---------------------------------------------------------------------------
     def toDF(self) -> DataFrame:
         """The table's latest snapshot as a Spark DataFrame (a new one each call: a DataFrame
-        keeps the snapshot it was planned with)."""
+        keeps the snapshot it was planned with). Files that need no ACID merge are read by
+        Spark's own ORC reader (:func:`acid_source.read`)."""
         from ..metastore.engine import url_for_workers
         from ..options import spark_storage_options
-        from .datasource import SOURCE_NAME
+        from .native_read import read
 
-        reader = self._session.read.format(SOURCE_NAME)
+        options = dict(spark_storage_options(self._storage_options))
         url = url_for_workers(self._metastore_url)
         if url is not None:
-            reader = reader.option("metastoreUrl", url)
-        for key, value in spark_storage_options(self._storage_options).items():
-            reader = reader.option(key, value)
-        df = reader.load(self.location)
+            options["metastoreUrl"] = url
+        df = read(self._session, self.location, **options)
         return df.alias(self._alias) if self._alias else df
 
     # --- changing rows (UPDATE / DELETE / MERGE) ----------------------------------------------

@@ -74,7 +74,7 @@ def run_each(spark: Any, items: Sequence[T], work: Callable[[T], R],
     if not items:
         return []
     payload = [(i, pickle.dumps(item)) for i, item in enumerate(items)]
-    frame = _one_row_per_partition(spark, payload)
+    frame = one_row_per_partition(spark, payload)
 
     def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
@@ -137,7 +137,8 @@ def stack_overflow(exc: BaseException) -> bool:
     return False
 
 
-def _one_row_per_partition(spark: Any, payload: list[tuple[int, bytes]]) -> Any:
+def one_row_per_partition(spark: Any, payload: list[tuple[int, bytes]]) -> Any:
+    """A DataFrame ``idx int, task binary`` of the payload, one row per partition."""
     schema = "idx int, task binary"
     context = getattr(spark, "sparkContext", None)
     if context is not None:  # classic Spark: exactly one item per partition, so one per Spark task

@@ -1,0 +1,168 @@
+"""``acid_source.read(spark, path, **options)``: a table as a DataFrame, with the files that need
+no ACID merge read by Spark's own vectorized ORC reader.
+
+A Python data source cannot be fast for plain scans: in pyspark 4.x its rows cross a socket as
+Arrow and the JVM rebuilds every row, with no column pruning (benchmarks/README.md). So
+``spark.read.format("acidorc")`` stays the Python source, and this entry point - what
+``AcidTable.toDF()`` and the SQL entry point's reads use - plans the snapshot here, on the
+driver, then builds a DataFrame of two parts (:mod:`acid_source.scan.routes` decides which):
+
+* files that need no merge: ``spark.read.orc`` of the files, their insert events of visible
+  write ids, projected to the table's columns (partition values as literals, ``ROW__ID`` from
+  the event columns). All six event columns stay in the read schema: ORC recognises an ACID
+  file by them and misreads any other read schema, and the one with partition columns added
+  too (so each partition is its own file scan);
+* the buckets that do need the merge: acidorc's reader in a ``mapInArrow`` over the splits
+  planned here (``acidorc_merge_read`` in EXPLAIN), with the parsed plan shipped to the tasks.
+
+Same options, snapshot and read lease as ``spark.read.format("acidorc")``; ``nativeRead=false``
+reads everything through acidorc's reader.
+"""
+
+from __future__ import annotations
+
+import logging
+import pickle
+from collections import defaultdict
+from functools import reduce
+from typing import Any, Iterator
+
+import pyarrow as pa
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+from pyspark.sql.types import IntegerType, LongType, StructField, StructType
+
+from ..layout.table_dirs import INSERT_ONLY
+from ..layout.writeids import ValidWriteIdList
+from ..options import ReadSpec
+from ..scan.routes import NativeFile, RoutedScan, exception_ranges, route_splits
+from ..scan.splits import ROW_ID_COLUMN, BucketSplit, ReadContext
+from .datasource import SOURCE_NAME, take_read_lease
+from .table import check_session
+from .tasks import one_row_per_partition
+
+log = logging.getLogger("acidorc.read")
+
+_EVENTS = StructType([
+    StructField("operation", IntegerType()),
+    StructField("originalTransaction", LongType()),
+    StructField("bucket", IntegerType()),
+    StructField("rowId", LongType()),
+    StructField("currentTransaction", LongType()),
+])
+
+
+def read(spark: Any, path: str, schema: StructType | str | None = None, **options: Any) -> DataFrame:
+    """The table at ``path`` as a DataFrame: what ``spark.read.format("acidorc").load(path)``
+    returns, with the files that need no merge read by Spark's own ORC reader (see the module
+    docstring). ``schema`` (a StructType or DDL string) and the options are those of
+    ``spark.read.format("acidorc")``; the snapshot is taken now.
+
+    >>> df = acid_source.read(spark, "/warehouse/sales")                           # doctest: +SKIP
+    >>> df = acid_source.read(spark, "/warehouse/sales", versionAsOf=12, includeRowId=True)  # doctest: +SKIP
+    """
+    check_session(spark)
+    given = {"path": str(path), **{k: _option_text(v) for k, v in options.items()}}
+    spec = ReadSpec.from_options(given)
+    if spec.read_change_feed or not spec.native_read:
+        reader = spark.read.format(SOURCE_NAME).options(**given)
+        return (reader.schema(schema) if schema is not None else reader).load()
+    from ..resolve import resolve_read, scan_for
+
+    resolved = resolve_read(spec)
+    scan = scan_for(spec, resolved)
+    if schema is None:
+        output = scan.infer_schema()
+    else:
+        struct = schema if isinstance(schema, StructType) else StructType.fromDDL(schema)
+        output = to_arrow_schema(struct, timezone="UTC")  # type: ignore[arg-type]  # fromDDL of a struct
+    take_read_lease(spec, resolved)  # before the directories are listed
+    ctx, splits = scan.plan(output, [])
+    routed = route_splits(ctx, splits)
+    log.info("reading %s: %s", resolved.location, routed.describe())
+    return routed_frame(spark, ctx, routed, output, resolved.write_ids, spec.row_filter)
+
+
+def routed_frame(spark: Any, ctx: ReadContext, routed: RoutedScan, schema: pa.Schema,
+                 write_ids: ValidWriteIdList, row_filter: str | None) -> DataFrame:
+    """The DataFrame of a routed scan: the native file scans and the merged buckets, unioned."""
+    spark_schema = from_arrow_schema(schema, prefer_timestamp_ntz=True)
+    frames = [_native_frame(spark, ctx, files, spark_schema, write_ids, row_filter)
+              for files in _scans(routed.native)]
+    if routed.merged:
+        frames.append(_merged_frame(spark, ctx, routed.merged, spark_schema))
+    if not frames:
+        return spark.createDataFrame([], spark_schema)
+    return reduce(DataFrame.unionByName, frames)
+
+
+def _option_text(value: Any) -> str:
+    """An option value as Spark's ``.option`` writes it."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _scans(files: tuple[NativeFile, ...]) -> list[list[NativeFile]]:
+    """One file scan per partition and visibility check (ORC cannot take partition columns)."""
+    groups: dict[tuple, list[NativeFile]] = defaultdict(list)
+    for f in files:
+        groups[(f.partition_values, f.check_valid)].append(f)
+    return list(groups.values())
+
+
+def _spark_path(ctx: ReadContext, path: str) -> str:
+    return "file://" + path if ctx.storage.is_local else path
+
+
+def _native_frame(spark: Any, ctx: ReadContext, files: list[NativeFile], schema: StructType,
+                  write_ids: ValidWriteIdList, row_filter: str | None) -> DataFrame:
+    data_names = [f.name for f in ctx.data_fields]
+    data = StructType([schema[name] for name in data_names])
+    acid = ctx.table_kind != INSERT_ONLY
+    read_schema = StructType(_EVENTS.fields + [StructField("row", data)]) if acid else data
+    df = spark.read.schema(read_schema).format("orc").load([_spark_path(ctx, f.path) for f in files])
+    columns: list[Column] = []
+    if acid:
+        # every event column stays referenced, so that the read schema keeps all six
+        df = df.where(_events_condition(files, write_ids, data_names[0] if data_names else None))
+        columns = [F.col("row").getField(name).alias(name) for name in data_names]
+    else:
+        columns = [F.col(name) for name in data_names]
+    for name, value in zip(ctx.partition_columns, files[0].partition_values):
+        columns.append(F.lit(value).cast(schema[name].dataType).alias(name))
+    if ctx.include_row_id:
+        columns.append(F.struct(F.col("originalTransaction").alias("writeId"), F.col("bucket").alias("bucketId"),
+                                F.col("rowId").alias("rowId")).alias(ROW_ID_COLUMN))
+    df = df.select(columns)
+    return df.where(row_filter) if row_filter is not None else df
+
+
+def _events_condition(files: list[NativeFile], write_ids: ValidWriteIdList, first: str | None) -> Column:
+    """Insert events (the routes checked that the files hold nothing else), of the write ids the
+    snapshot sees where a file may hold others."""
+    condition = (F.col("operation") == 0) & F.col("currentTransaction").isNotNull()
+    for name in ("originalTransaction", "bucket", "rowId"):
+        condition &= F.col(name).isNotNull()
+    # and the row: a query that needs no column of it (a count) would leave it out. Always
+    # true, so a null row reads as the merge reads it; the read keeps one field of the row.
+    row = F.col("row").getField(first) if first is not None else F.col("row")
+    condition &= row.isNull() | row.isNotNull()
+    if files[0].check_valid:
+        lo, hi = min(f.min_write_id for f in files), max(f.max_write_id for f in files)
+        for a, b in exception_ranges(write_ids, lo, hi):
+            condition &= ~F.col("currentTransaction").between(a, b)
+    return condition
+
+
+def _merged_frame(spark: Any, ctx: ReadContext, splits: tuple[BucketSplit, ...], schema: StructType) -> DataFrame:
+    from ..scan.reader import read_split
+
+    def acidorc_merge_read(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            for blob in batch.column("task").to_pylist():
+                yield from read_split(pickle.loads(blob), ctx)
+
+    payload = [(i, pickle.dumps(s)) for i, s in enumerate(splits)]
+    return one_row_per_partition(spark, payload).mapInArrow(acidorc_merge_read, schema)
