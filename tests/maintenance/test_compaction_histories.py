@@ -196,7 +196,7 @@ def originals(run: Run, rows_per_file: list[int]) -> None:
             run.model.update({i: ("orig", "a") for i in ids})
 
 
-@examples(10, suppress=[HealthCheck.function_scoped_fixture],
+@examples(7, suppress=[HealthCheck.function_scoped_fixture],
           phases=[Phase.explicit, Phase.generate])  # no shrinking: each example is slow; note() shows the steps
 @given(program=st.lists(ops, min_size=6, max_size=16),
        with_originals=st.lists(st.integers(0, 4), min_size=2, max_size=2))

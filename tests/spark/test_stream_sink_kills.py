@@ -27,7 +27,7 @@ from acid_source import faults
 pytestmark = pytest.mark.spark
 
 SCHEMA_DDL = "id BIGINT, grp STRING"
-FILES, ROWS_PER_FILE = 4, 20
+FILES, ROWS_PER_FILE = 3, 20
 
 
 def child_main(src: str, checkpoint: str, path: str, started: str) -> None:
