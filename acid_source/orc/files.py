@@ -253,9 +253,12 @@ class OrcFile:
             return None
         return ins, upd, dels
 
-    def read_stripe(self, index: int, columns: Sequence[str] | None = None) -> pa.RecordBatch:
+    def read_stripe(self, index: int, columns: Sequence[str] | None = None,
+                    fields: Sequence[str] | None = None) -> pa.RecordBatch:
         """One stripe. For an ACID file ``columns`` are canonical event column names, looked up
-        by position, and the batch carries the canonical names whatever the file calls them."""
+        by position, and the batch carries the canonical names whatever the file calls them.
+        ``fields``: the data columns to decode (as the file names them; None: all) - fields of
+        the ``row`` struct of an ACID file, top-level columns of a plain one."""
         positions = None
         if self.row_type is not None:  # an ACID file (with sound event column types)
             names = list(ACID_COLUMNS) if columns is None else list(columns)
@@ -264,12 +267,29 @@ class OrcFile:
             batch = self._read_stripe_with_micros(index, columns, positions)
         else:
             try:
-                batch = self._orc.read_stripe(index, columns=positions if positions is not None else columns)
+                batch = self._orc.read_stripe(index, columns=self._selection(columns, positions, fields))
             except (pa.ArrowException, OSError, ValueError) as exc:
                 self._fail(exc, f"stripe {index} is unreadable")
         if positions is not None and batch.schema.names != names:
             batch = pa.RecordBatch.from_arrays(batch.columns, names=names)
         return batch
+
+    def _selection(self, columns: Sequence[str] | None, positions: list[int] | None,
+                   fields: Sequence[str] | None) -> list | None:
+        """What pyarrow's ORC reader is asked for: positions of event columns, or names (with
+        ``row.<field>`` for the chosen fields of an ACID row)."""
+        if fields is None:
+            return positions if positions is not None else (list(columns) if columns is not None else None)
+        if positions is None:  # a plain file: its chosen columns
+            return list(fields) if columns is None else [c for c in columns if c in set(fields)]
+        file_names = self.schema.names
+        out: list[str] = []
+        for pos in positions:
+            if pos == ROW:
+                out.extend(f"{file_names[ROW]}.{name}" for name in fields)
+            else:
+                out.append(file_names[pos])
+        return out
 
     @cached_property
     def has_timestamps_beyond_nanoseconds(self) -> bool:

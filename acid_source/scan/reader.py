@@ -52,7 +52,8 @@ class SplitReader:
         self._data_fields = ctx.data_fields
         self.visibility = SplitVisibility(
             split, ctx.storage, insert_only=ctx.table_kind == INSERT_ONLY, with_keys=ctx.include_row_id,
-            predicates=ctx.predicates, metrics=self.metrics, write_ids=ctx.write_ids)
+            predicates=ctx.predicates, metrics=self.metrics, write_ids=ctx.write_ids,
+            columns=[f.name for f in self._data_fields])
 
     # --- entry point ---------------------------------------------------------------------------
     def batches(self) -> Iterator[pa.RecordBatch]:

@@ -181,7 +181,8 @@ class SplitVisibility:
 
     def __init__(self, split: BucketSplit, storage: Storage, *, insert_only: bool = False,
                  with_keys: bool = False, predicates: Sequence[Predicate] = (),
-                 metrics: ScanMetrics | None = None, write_ids: ValidWriteIdList | None = None):
+                 metrics: ScanMetrics | None = None, write_ids: ValidWriteIdList | None = None,
+                 columns: Sequence[str] | None = None):
         self.split = split
         self.storage = storage
         self.insert_only = insert_only
@@ -192,6 +193,8 @@ class SplitVisibility:
         self.write_ids = write_ids if write_ids is not None else ValidWriteIdList.parse(split.write_ids)
         self.current_path: str | None = None
         self._files: dict[str, OrcFile] = {}
+        self._wanted = None if columns is None else {c.lower() for c in columns}
+        self._fields: dict[str, list[str] | None] = {}
 
     def _open(self, s: FileSlice) -> OrcFile:
         self.current_path = s.path
@@ -199,6 +202,24 @@ class SplitVisibility:
         if f is None:
             f = self._files[s.path] = OrcFile(self.storage, s.path, s.length)
         return f
+
+    def _read(self, f: OrcFile, s: FileSlice, i: int) -> pa.RecordBatch:
+        """Stripe ``i`` of an insert file, decoding only the data columns asked for."""
+        if s.path not in self._fields:
+            self._fields[s.path] = self._chosen_fields(f)
+        return f.read_stripe(i, fields=self._fields[s.path])
+
+    def _chosen_fields(self, f: OrcFile) -> list[str] | None:
+        """The file's own names of the data columns asked for (None: decode all of them).
+        Files whose columns are ``_colN`` are matched by position, so they decode all."""
+        if self._wanted is None:
+            return None
+        row = f.row_type
+        names = [row.field(i).name for i in range(row.num_fields)] if row is not None else list(f.schema.names)
+        if not names or all(n.startswith("_col") for n in names) or any("." in n for n in names):
+            return None
+        chosen = [n for n in names if n.lower() in self._wanted]
+        return chosen or names[:1]  # the rows must still be counted: decode the first column
 
     # --- entry point ---------------------------------------------------------------------------
     def rows(self) -> Iterator[VisibleRows]:
@@ -234,7 +255,7 @@ class SplitVisibility:
         for s in self.split.inserts:
             f = self._open(s)
             for i in self._stripes(f, s):
-                batch = f.read_stripe(i)
+                batch = self._read(f, s, i)
                 if batch.num_rows:
                     yield self._visible(s, batch, None, None)
 
@@ -253,7 +274,7 @@ class SplitVisibility:
 
     def _acid_rows(self, f: OrcFile, s: FileSlice, hidden: KeySet, check_valid: bool = True):
         for i in self._stripes(f, s):
-            batch = f.read_stripe(i)
+            batch = self._read(f, s, i)
             if batch.num_rows == 0:
                 continue
             mask = None
@@ -276,7 +297,7 @@ class SplitVisibility:
         offset = self._original_offset(s) if need_keys else 0
         bucket = bucket_codec.encode_v1(s.bucket_id, max(0, s.statement_id))
         for i in self._stripes(f, s):
-            batch = f.read_stripe(i)
+            batch = self._read(f, s, i)
             n = batch.num_rows
             if n == 0:
                 continue
@@ -323,7 +344,7 @@ class SplitVisibility:
                     batch = f.read_stripe(i, columns=EVENT_COLUMNS)
                     self.metrics.delete_stripes_read += 1
                 else:
-                    batch = f.read_stripe(i)
+                    batch = self._read(f, s, i)
                     self.metrics.insert_stripes_read += 1
                 n = batch.num_rows
                 if n == 0:

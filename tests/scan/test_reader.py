@@ -277,3 +277,29 @@ def test_large_bucket_split_into_stripe_ranges_returns_same_rows(tmp_path):
     assert len(whole) == 66
     assert sorted(map(str, sliced)) == sorted(map(str, whole))
     assert len(plan(tmp_path, maxSplitBytes="1")[1]) == 5 + 6  # one split per stripe of each file
+
+
+@core_only
+def test_a_narrower_schema_decodes_only_its_columns(tmp_path, monkeypatch):
+    """A read of fewer columns asks the ORC reader for those fields of the row struct (and the
+    event columns), not the whole row; the rows are the full read's, projected."""
+    import pyarrow as pa
+    import pyarrow.orc as po
+
+    from acid_source.options import ReadSpec
+    from acid_source.resolve import scan_for
+    from acid_source.scan.reader import read_split
+
+    t = HiveTable(tmp_path, [("id", "int"), ("name", "string"), ("big", "string")])
+    t.insert(1, {0: [(i, f"n{i}", "x" * 100) for i in range(10)]})
+    t.delete(2, [(1, B0, 3)])
+    asked = []
+    real = po.ORCFile.read_stripe
+    monkeypatch.setattr(po.ORCFile, "read_stripe", lambda self, n, columns=None: asked.append(columns)
+                        or real(self, n, columns=columns))
+    scan = scan_for(ReadSpec.from_options({"path": str(tmp_path)}))
+    ctx, splits = scan.plan(pa.schema([("NAME", pa.string())]))
+    got = sorted(r["NAME"] for s in splits for b in read_split(s, ctx) for r in b.to_pylist())
+    assert got == sorted(f"n{i}" for i in range(10) if i != 3)
+    assert ["operation", "originalTransaction", "bucket", "rowId", "currentTransaction", "row.name"] in asked
+    assert not any(c is None or "row" in c for c in asked)  # never the whole row struct
