@@ -26,12 +26,13 @@ import pickle
 from collections import defaultdict
 from functools import reduce
 from typing import Any, Iterator
+from urllib.parse import unquote
 
 import pyarrow as pa
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
-from pyspark.sql.types import IntegerType, LongType, StructField, StructType
+from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
 from ..layout.table_dirs import INSERT_ONLY
 from ..layout.writeids import ValidWriteIdList
@@ -104,11 +105,18 @@ def _option_text(value: Any) -> str:
     return str(value)
 
 
+#: up to this many partitions, each is its own file scan with its values as literals; more
+#: share one scan and take their values from a join on the file each row comes from
+UNION_PARTITIONS = 16
+
+
 def _scans(files: tuple[NativeFile, ...]) -> list[list[NativeFile]]:
-    """One file scan per partition and visibility check (ORC cannot take partition columns)."""
+    """The file scans: files of the same visibility check, of one partition each while there
+    are few (ORC cannot take partition columns: see :func:`_with_partition_values`)."""
     groups: dict[tuple, list[NativeFile]] = defaultdict(list)
+    by_partition = len({f.partition_values for f in files}) <= UNION_PARTITIONS
     for f in files:
-        groups[(f.partition_values, f.check_valid)].append(f)
+        groups[(f.partition_values if by_partition else (), f.check_valid)].append(f)
     return list(groups.values())
 
 
@@ -122,7 +130,7 @@ def _native_frame(spark: Any, ctx: ReadContext, files: list[NativeFile], schema:
     data = StructType([schema[name] for name in data_names])
     acid = ctx.table_kind != INSERT_ONLY
     read_schema = StructType(_EVENTS.fields + [StructField("row", data)]) if acid else data
-    df = spark.read.schema(read_schema).format("orc").load([_spark_path(ctx, f.path) for f in files])
+    df = _load(spark, read_schema, [_spark_path(ctx, f.path) for f in files])
     columns: list[Column] = []
     if acid:
         # every event column stays referenced, so that the read schema keeps all six
@@ -130,25 +138,70 @@ def _native_frame(spark: Any, ctx: ReadContext, files: list[NativeFile], schema:
         columns = [F.col("row").getField(name).alias(name) for name in data_names]
     else:
         columns = [F.col(name) for name in data_names]
-    for name, value in zip(ctx.partition_columns, files[0].partition_values):
-        columns.append(F.lit(value).cast(schema[name].dataType).alias(name))
     if ctx.include_row_id:
         columns.append(F.struct(F.col("originalTransaction").alias("writeId"), F.col("bucket").alias("bucketId"),
                                 F.col("rowId").alias("rowId")).alias(ROW_ID_COLUMN))
-    df = df.select(columns)
+    shaped = _with_partition_values(spark, df, columns, ctx, files, schema)
+    if shaped is None:
+        partitions: dict[tuple, list[NativeFile]] = defaultdict(list)
+        for f in files:
+            partitions[f.partition_values].append(f)
+        return reduce(DataFrame.unionByName, [_native_frame(spark, ctx, group, schema, write_ids, row_filter)
+                                              for group in partitions.values()])
+    df = shaped.select([f.name for f in schema.fields])
     return df.where(row_filter) if row_filter is not None else df
 
 
+def _load(spark: Any, read_schema: StructType, paths: list[str]) -> DataFrame:
+    """Spark's ORC file scan of these files. Given more paths than
+    ``spark.sql.sources.parallelPartitionDiscovery.threshold``, Spark would list them in a Spark
+    job of one task per path; they are files this process just listed, so the driver looks
+    them up itself."""
+    key = "spark.sql.sources.parallelPartitionDiscovery.threshold"
+    before = spark.conf.get(key)
+    if len(paths) > int(before):
+        spark.conf.set(key, str(len(paths)))
+    try:
+        return spark.read.schema(read_schema).format("orc").load(paths)
+    finally:
+        spark.conf.set(key, before)
+
+
+FILE_COLUMN = "__acidorc_file"
+
+
+def _with_partition_values(spark: Any, df: DataFrame, columns: list[Column], ctx: ReadContext,
+                           files: list[NativeFile], schema: StructType) -> DataFrame | None:
+    """``df`` projected to ``columns`` plus the partition columns. Spark's ORC reader cannot
+    add them itself: it appends partition columns to the read schema, which ORC then takes for
+    a row schema of a non-ACID read. One partition: literals. Several: a broadcast join of each
+    row's file (``_metadata.file_path``) with the files' partition values (None when the
+    files' names as Spark reports them cannot be matched)."""
+    names = list(ctx.partition_columns)
+    values = {f.partition_values for f in files}
+    if len(values) <= 1:
+        (only,) = values or {()}
+        literals = [F.lit(v).cast(schema[n].dataType).alias(n) for n, v in zip(names, only)]
+        return df.select(columns + literals)
+    keys = _file_keys(df, files)
+    if keys is None:  # Spark names the files in a way this process cannot match: a scan each
+        return None
+    mapping = spark.createDataFrame(
+        [(key, *f.partition_values) for key, f in keys.items()],
+        StructType([StructField(FILE_COLUMN, StringType())] + [schema[n] for n in names]))
+    rows = df.select(columns + [F.col("_metadata.file_path").alias(FILE_COLUMN)])
+    return rows.join(F.broadcast(mapping), FILE_COLUMN).drop(FILE_COLUMN)
 def _events_condition(files: list[NativeFile], write_ids: ValidWriteIdList, first: str | None) -> Column:
     """Insert events (the routes checked that the files hold nothing else), of the write ids the
     snapshot sees where a file may hold others."""
-    condition = (F.col("operation") == 0) & F.col("currentTransaction").isNotNull()
-    for name in ("originalTransaction", "bucket", "rowId"):
-        condition &= F.col(name).isNotNull()
-    # and the row: a query that needs no column of it (a count) would leave it out. Always
-    # true, so a null row reads as the merge reads it; the read keeps one field of the row.
+    # Every event column (and a field of the row: a count needs none) must stay referenced,
+    # or Spark leaves it out of the read schema, which ORC then misreads. One COALESCE does
+    # that and filters nothing of an insert event (its columns are never null), at a fraction
+    # of the cost of a test per column.
     row = F.col("row").getField(first) if first is not None else F.col("row")
-    condition &= row.isNull() | row.isNotNull()
+    condition = (F.col("operation") == 0) & F.coalesce(
+        F.col("currentTransaction"), F.col("originalTransaction"), F.col("bucket").cast("bigint"),
+        F.col("rowId"), F.when(row.isNotNull(), F.lit(0).cast("bigint"))).isNotNull()
     if files[0].check_valid:
         lo, hi = min(f.min_write_id for f in files), max(f.max_write_id for f in files)
         for a, b in exception_ranges(write_ids, lo, hi):
@@ -166,3 +219,23 @@ def _merged_frame(spark: Any, ctx: ReadContext, splits: tuple[BucketSplit, ...],
 
     payload = [(i, pickle.dumps(s)) for i, s in enumerate(splits)]
     return one_row_per_partition(spark, payload).mapInArrow(acidorc_merge_read, schema)
+
+
+def _file_keys(df: DataFrame, files: list[NativeFile]) -> dict[str, NativeFile] | None:
+    """Each file as Spark's ``_metadata.file_path`` names it (a URI: ``file:/t/p=a%253D1/...``
+    for ``/t/p=a%3D1/...``), or None when they cannot all be matched. The names come from the
+    scan's own file index; one row read back confirms that ``_metadata`` names them alike."""
+    ours = {f.path: f for f in files}
+    keys: dict[str, NativeFile] = {}
+    for uri in df.inputFiles():
+        key = "file:/" + uri[len("file:///"):] if uri.startswith("file:///") else uri
+        if not key.startswith("file:/"):
+            return None
+        f = ours.get(unquote(key[len("file:"):]))
+        if f is None:
+            return None
+        keys[key] = f
+    if len(keys) != len(ours):
+        return None
+    probe = df.select(F.col("_metadata.file_path"), *[F.col(c) for c in df.columns]).limit(1).collect()
+    return keys if probe and probe[0][0] in keys else None

@@ -151,6 +151,20 @@ def test_every_type_the_native_route_takes_reads_as_the_python_source_does(spark
     assert sorted(r.n for r in chosen.select("n").collect()) == [0, 1]
 
 
+def test_many_partitions_share_one_scan_and_take_their_values_from_a_join(spark, typed_table, monkeypatch):
+    """Past UNION_PARTITIONS partitions, one file scan reads them all and a broadcast join of each
+    row's file gives its partition values: escaped and default partition names included."""
+    from acid_source.spark import native_read
+
+    monkeypatch.setattr(native_read, "UNION_PARTITIONS", 1)
+    joined = acid_source.read(spark, typed_table, includeRowId=True)
+    text = plan_text(joined)
+    assert text.count("FileScan orc") == 1 and "BroadcastHashJoin" in text
+    assert rows(joined) == rows(python_source(spark, typed_table, includeRowId="true"))
+    assert rows(joined.select("region", "day").where("n = 1")) == rows(
+        python_source(spark, typed_table).select("region", "day").where("n = 1"))
+
+
 def test_deletes_keep_their_buckets_on_the_merge_and_a_major_compaction_makes_all_native(spark, tmp_path):
     root = str(tmp_path / "t")
     create_table(root, pa.schema([("id", pa.int64()), ("p", pa.int64())]), partition_columns=["p"])
