@@ -10,7 +10,8 @@ import io
 import json
 import os
 import shutil
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -26,6 +27,8 @@ from .errors import AcidError, CorruptFileError, InvalidArgumentError, StorageEr
 #: (a hidden name: Hive, Trino and Spark skip names starting with ``_``) makes its root exist.
 TABLE_MARKER = "_acidorc_table"
 TABLE_MARKER_FORMAT = 1
+#: directories listed at once by :meth:`Storage.list_dirs`
+LIST_THREADS = 16
 
 
 @dataclass(frozen=True)
@@ -211,6 +214,23 @@ class Storage:
             entries.append(FileEntry(full, name, int(info.get("size") or 0), is_dir))
         entries.sort(key=lambda e: e.path)
         return entries
+
+    def list_dirs(self, paths: Sequence[str]) -> dict[str, list[FileEntry] | OSError]:
+        """:meth:`list_dir` of many directories at once, in threads: on object storage each
+        listing is a round trip, and a table of many partitions lists thousands. A directory
+        that cannot be listed maps to its error, for the caller to raise in its own terms."""
+
+        def one(path: str) -> list[FileEntry] | OSError:
+            try:
+                return self.list_dir(path)
+            except OSError as exc:
+                return exc
+
+        unique = list(dict.fromkeys(paths))
+        if len(unique) <= 1:
+            return {p: one(p) for p in unique}
+        with ThreadPoolExecutor(max_workers=min(LIST_THREADS, len(unique))) as pool:
+            return dict(zip(unique, pool.map(one, unique)))
 
     def check_inside_root(self, path: str) -> None:
         """Refuse a local path that a symbolic link leads outside the table root: acidorc

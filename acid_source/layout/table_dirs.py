@@ -56,42 +56,45 @@ def discover_layout(storage: Storage) -> TableLayout:
     partitions: list[PartitionDir] = []
     listings: dict[str, list[FileEntry]] = {}
 
-    def walk(path: str, values: tuple, names: tuple, entries: list[FileEntry] | None = None):
+    def visit(path: str, values: tuple, names: tuple, entries: list[FileEntry]) -> list[tuple]:
+        """Record ``path`` as a partition directory, or return its ``k=v`` subdirectories."""
         nonlocal columns
-        if entries is None:
-            entries = storage.list_dir(path)
         segments = []
         for e in entries:
             if e.is_dir and not is_hidden(e.name):
                 storage.check_inside_root(e.path)
                 seg = parse_partition_segment(e.name)
                 if seg is not None and parse_dir_name(e.name) is None:
-                    segments.append((e, seg))
+                    segments.append((e.path, values + (seg[1],), names + (seg[0],)))
         if segments:
-            for e, (name, value) in segments:
-                walk(e.path, values + (value,), names + (name,))
-            return
-        if not names:
-            listings[path] = entries
-            partitions.append(PartitionDir(path, ()))
-            return
-        if columns is None:
-            columns = list(names)
-        elif [c.lower() for c in columns] != [n.lower() for n in names]:
-            raise NotAnAcidTableError(
-                storage.display(), f"inconsistent partition directories: {storage.display(path)} does not follow "
-                                   f"{'/'.join(columns)}")
+            return segments
+        if names:
+            if columns is None:
+                columns = list(names)
+            elif [c.lower() for c in columns] != [n.lower() for n in names]:
+                raise NotAnAcidTableError(
+                    storage.display(), f"inconsistent partition directories: {storage.display(path)} does not "
+                                       f"follow {'/'.join(columns)}")
         listings[path] = entries
         partitions.append(PartitionDir(path, values))
+        return []
 
-    root_entries = None
-    if not storage.is_local:
-        root_entries = storage.list_dir(root)
-        if not root_entries:
-            # what an object store server may keep of a deleted prefix (a folder object): a
-            # table has at least its marker, so nothing is there
-            raise TableNotFoundError(storage.display())
-    walk(root, (), (), root_entries)
+    root_entries = storage.list_dir(root) if not storage.is_local else None
+    if root_entries is not None and not root_entries:
+        # what an object store server may keep of a deleted prefix (a folder object): a table
+        # has at least its marker, so nothing is there
+        raise TableNotFoundError(storage.display())
+    level = visit(root, (), (), root_entries if root_entries is not None else storage.list_dir(root))
+    while level:  # one partition level at a time, its directories listed at once
+        listed = storage.list_dirs([path for path, _, _ in level])
+        deeper = []
+        for path, values, names in level:
+            entries = listed[path]
+            if isinstance(entries, OSError):
+                raise entries
+            deeper.extend(visit(path, values, names, entries))
+        level = deeper
+    partitions.sort(key=lambda p: p.path.split("/"))  # the order of a depth-first walk of sorted listings
     return TableLayout(storage, columns or [], partitions, listings)
 
 

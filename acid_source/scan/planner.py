@@ -124,8 +124,7 @@ class TableScan:
             write_ids=self.table.write_ids,
         )
         prune = self._row_filter_on_partitions(output_schema, part_fields)
-        splits: list[BucketSplit] = []
-        snapshot = str(self.table.write_ids)
+        chosen_parts = []
         for part in self.table.layout.partitions:
             values = tuple(convert_partition_value(raw, f.type) for raw, f in zip(part.raw_values, part_fields))
             if part_preds and not partition_matches(part_preds, dict(zip(part_names, _as_read(values, part_fields)))):
@@ -135,13 +134,18 @@ class TableScan:
             if prune is not None and not partition_may_match(prune, part_fields, values):
                 continue
             state = acid_state_for(self.table.layout, part, self.table.write_ids, self.table.txns)
+            chosen_parts.append((part, values, state, ([state.base] if state.base else []) + state.deltas))
+        # every chosen directory listed at once: one round trip each on object storage
+        listings = self.table.storage.list_dirs([d.path for *_, dirs in chosen_parts for d in dirs])
+        splits: list[BucketSplit] = []
+        snapshot = str(self.table.write_ids)
+        for part, values, state, dirs in chosen_parts:
             buckets: dict[int, dict[str, list[FileSlice]]] = defaultdict(lambda: {"inserts": [], "deletes": []})
             for slice_ in self._original_slices(state.originals, part.path):
                 buckets[slice_.bucket_id]["inserts"].append(slice_)
-            dirs = ([state.base] if state.base else []) + state.deltas
             for acid_dir in dirs:
                 role = "deletes" if acid_dir.parsed.is_delete else "inserts"
-                for slice_ in self._dir_slices(acid_dir):
+                for slice_ in self._dir_slices(acid_dir, listings[acid_dir.path]):
                     buckets[slice_.bucket_id][role].append(slice_)
             for bucket_id in sorted(buckets):
                 files = buckets[bucket_id]
@@ -165,12 +169,15 @@ class TableScan:
             earlier[bucket].append(entry.path)
         return slices
 
-    def _dir_slices(self, acid_dir: AcidDir) -> list[FileSlice]:
+    def _dir_slices(self, acid_dir: AcidDir, entries: list[FileEntry] | OSError | None = None) -> list[FileSlice]:
+        """The data files of one directory (``entries``: its listing, when listed already)."""
         p = acid_dir.parsed
-        try:
-            entries = self.table.storage.list_dir(acid_dir.path)
-        except FileNotFoundError:  # listed with the table, removed by the cleaner since
+        if entries is None:
+            entries = self.table.storage.list_dirs([acid_dir.path])[acid_dir.path]
+        if isinstance(entries, FileNotFoundError):  # listed with the table, removed by the cleaner since
             raise SnapshotFilesRemovedError(self.table.storage.display(acid_dir.path)) from None
+        if isinstance(entries, OSError):
+            raise entries
         check_not_removing(self.table.storage, acid_dir.path, entries)  # being deleted file by file (object stores)
         names = {e.name for e in entries}
         streaming = p.kind == "delta" and p.min_write_id != p.max_write_id and p.visibility_txn_id == 0
