@@ -216,9 +216,10 @@ class Storage:
         return entries
 
     def list_dirs(self, paths: Sequence[str]) -> dict[str, list[FileEntry] | OSError]:
-        """:meth:`list_dir` of many directories at once, in threads: on object storage each
-        listing is a round trip, and a table of many partitions lists thousands. A directory
-        that cannot be listed maps to its error, for the caller to raise in its own terms."""
+        """:meth:`list_dir` of many directories at once, in threads on object storage, where each
+        listing is a round trip and a table of many partitions lists thousands (a local listing
+        is a system call: threads would only contend for the interpreter). A directory that
+        cannot be listed maps to its error, for the caller to raise in its own terms."""
 
         def one(path: str) -> list[FileEntry] | OSError:
             try:
@@ -227,7 +228,7 @@ class Storage:
                 return exc
 
         unique = list(dict.fromkeys(paths))
-        if len(unique) <= 1:
+        if len(unique) <= 1 or self.is_local:
             return {p: one(p) for p in unique}
         with ThreadPoolExecutor(max_workers=min(LIST_THREADS, len(unique))) as pool:
             return dict(zip(unique, pool.map(one, unique)))

@@ -186,7 +186,6 @@ class TableScan:
         for entry in entries:
             if entry.is_dir or is_hidden(entry.name) or is_flush_length_file(entry.name):
                 continue
-            self.table.storage.check_inside_root(entry.path)
             bucket = parse_bucket_file(entry.name).bucket_id
             if bucket < 0 and self.table.kind == FULL_ACID:
                 raise CorruptFileError(self.table.storage.display(entry.path),
