@@ -15,6 +15,10 @@ from .acid_state import REMOVING_MARKER, AcidState, check_not_removing, get_acid
 from .names import ACID_VERSION_FILE, is_flush_length_file, is_hidden, parse_dir_name
 from .partitions import parse_partition_segment
 
+#: from this many directories to list on object storage, one recursive listing of the table
+#: is cheaper than a request per directory
+TREE_LISTING_FROM = 64
+
 FULL_ACID = "full"
 INSERT_ONLY = "insert_only"
 
@@ -32,6 +36,19 @@ class TableLayout:
     partitions: list[PartitionDir]
     # listings of each partition directory, taken once during discovery
     listings: dict[str, list[FileEntry]]
+    # on object storage: the discovery took one recursive listing of the table
+    tree: dict[str, list[FileEntry]] | None = None
+
+    def list_dirs(self, paths: list[str]) -> dict[str, list[FileEntry] | OSError]:
+        """Fresh listings of directories of the table (a reader lists the directories its
+        snapshot needs after it took its lease: see acid_state.check_not_removing). Many of
+        them on object storage: one recursive listing of the table, a request per thousand
+        objects rather than one per directory."""
+        if self.tree is None or len(paths) <= TREE_LISTING_FROM:
+            return self.storage.list_dirs(paths)
+        fresh = self.storage.list_tree(self.root)
+        assert fresh is not None  # object storage
+        return {p: fresh[p] if p in fresh else FileNotFoundError(p) for p in paths}
 
     @property
     def root(self) -> str:
@@ -78,23 +95,24 @@ def discover_layout(storage: Storage) -> TableLayout:
         partitions.append(PartitionDir(path, values))
         return []
 
-    root_entries = storage.list_dir(root) if not storage.is_local else None
+    tree = storage.list_tree(root)  # object storage: the whole table in one recursive listing
+    root_entries = tree.get(root.rstrip("/"), []) if tree is not None else None
     if root_entries is not None and not root_entries:
         # what an object store server may keep of a deleted prefix (a folder object): a table
         # has at least its marker, so nothing is there
         raise TableNotFoundError(storage.display())
     level = visit(root, (), (), root_entries if root_entries is not None else storage.list_dir(root))
     while level:  # one partition level at a time, its directories listed at once
-        listed = storage.list_dirs([path for path, _, _ in level])
+        listed = storage.list_dirs([path for path, _, _ in level]) if tree is None else tree
         deeper = []
         for path, values, names in level:
-            entries = listed[path]
+            entries = listed.get(path, [])
             if isinstance(entries, OSError):
                 raise entries
             deeper.extend(visit(path, values, names, entries))
         level = deeper
     partitions.sort(key=lambda p: p.path.split("/"))  # the order of a depth-first walk of sorted listings
-    return TableLayout(storage, columns or [], partitions, listings)
+    return TableLayout(storage, columns or [], partitions, listings, tree)
 
 
 def has_acid_layout(layout: TableLayout) -> bool:

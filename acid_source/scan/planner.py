@@ -136,7 +136,7 @@ class TableScan:
             state = acid_state_for(self.table.layout, part, self.table.write_ids, self.table.txns)
             chosen_parts.append((part, values, state, ([state.base] if state.base else []) + state.deltas))
         # every chosen directory listed at once: one round trip each on object storage
-        listings = self.table.storage.list_dirs([d.path for *_, dirs in chosen_parts for d in dirs])
+        listings = self.table.layout.list_dirs([d.path for *_, dirs in chosen_parts for d in dirs])
         splits: list[BucketSplit] = []
         snapshot = str(self.table.write_ids)
         for part, values, state, dirs in chosen_parts:

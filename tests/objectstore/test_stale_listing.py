@@ -109,9 +109,10 @@ def test_a_stale_listing_is_caught_and_listed_again(table, workers):
 def test_storage_that_lost_a_committed_write_is_refused(table, workers, s3_server):
     """Data missing from storage is corruption, never fewer rows: reads and compaction refuse,
     naming the s3:// path, and leave the table as it was. (SeaweedFS keeps listing a prefix
-    whose objects were deleted as an empty directory, so the read finds the directory and then
-    misses its files; on a store that drops the prefix the listing proof raises
-    MissingDataError first - tests/test_completeness.py shows that case on local disk.)"""
+    whose objects were deleted as an empty directory, one level at a time; a recursive listing
+    of the table - what reads of many directories take - drops it as S3 does, and the listing
+    proof raises MissingDataError first. tests/test_completeness.py shows that on local disk.
+    The history comes from the store alone: opening the table would list it.)"""
     a, b = workers(), workers()
     b.call("append", location=table, ids=[21], p=1)  # write id 3
     fs = s3_server.filesystem()
@@ -124,7 +125,7 @@ def test_storage_that_lost_a_committed_write_is_refused(table, workers, s3_serve
     with pytest.raises((MissingDataError, SnapshotFilesRemovedError)):
         a.call("compact", location=table, kind="major")
     assert sorted(fs.find(table[len("s3://"):])) == before
-    assert [h["operation"] for h in AcidTable.load(table).history()] == ["insert"] * 3
+    assert [h["operation"] for h in AcidTable(table).history()] == ["insert"] * 3
 
 
 def test_the_listing_fix_is_in_place():
