@@ -32,8 +32,9 @@ from .visibility import all_events_valid
 #: the ACID event columns as Hive writes them: names and integer types, in order
 EVENT_TYPES = (pa.int32(), pa.int64(), pa.int32(), pa.int64(), pa.int64())
 
-#: characters a path handed to a Hadoop file system would read as a glob pattern
-_GLOB = set("*?[]{}\\")
+#: characters a path handed to a Hadoop file system would read as a glob pattern, or (a colon)
+#: refuse inside a path name
+_HADOOP_SPECIAL = set("*?[]{}\\:")
 
 FOOTER_THREADS = 16
 
@@ -58,10 +59,6 @@ class RoutedScan:
     merged: tuple[BucketSplit, ...]
     #: why buckets stayed on the merge: reason -> number of buckets
     reasons: dict[str, int] = dataclasses.field(default_factory=dict)
-
-    @property
-    def native_buckets(self) -> int:
-        return len({(f.partition_values, f.path.rsplit("/", 1)[-1]) for f in self.native})
 
     def describe(self) -> str:
         why = ", ".join(f"{n} {reason}" for reason, n in sorted(self.reasons.items()))
@@ -99,8 +96,8 @@ def _why_not_native_slice(s: FileSlice) -> str | None:
         return "pre-ACID files"
     if s.length is not None:
         return "open streaming files"
-    if _GLOB & set(s.path):
-        return "glob characters in paths"
+    if _HADOOP_SPECIAL & set(s.path):
+        return "glob characters or colons in paths"
     return None
 
 
@@ -162,7 +159,9 @@ def route_splits(ctx: ReadContext, splits: list[BucketSplit], *, threads: int = 
     with ThreadPoolExecutor(max_workers=max(1, min(threads, len(files)))) as pool:
         verdicts = dict(zip(files, pool.map(check, files.values())))
 
-    write_ids = ValidWriteIdList.parse(splits[0].write_ids) if splits else None
+    write_ids = ctx.write_ids
+    if write_ids is None and splits:
+        write_ids = ValidWriteIdList.parse(splits[0].write_ids)
     native: list[NativeFile] = []
     merged: list[BucketSplit] = []
     for key, group in groups.items():

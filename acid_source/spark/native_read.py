@@ -137,7 +137,7 @@ def _native_frame(spark: Any, ctx: ReadContext, files: list[NativeFile], schema:
         df = df.where(_events_condition(files, write_ids, data_names[0] if data_names else None))
         columns = [F.col("row").getField(name).alias(name) for name in data_names]
     else:
-        columns = [F.col(name) for name in data_names]
+        columns = [_column(name) for name in data_names]
     if ctx.include_row_id:
         columns.append(F.struct(F.col("originalTransaction").alias("writeId"), F.col("bucket").alias("bucketId"),
                                 F.col("rowId").alias("rowId")).alias(ROW_ID_COLUMN))
@@ -148,8 +148,13 @@ def _native_frame(spark: Any, ctx: ReadContext, files: list[NativeFile], schema:
             partitions[f.partition_values].append(f)
         return reduce(DataFrame.unionByName, [_native_frame(spark, ctx, group, schema, write_ids, row_filter)
                                               for group in partitions.values()])
-    df = shaped.select([f.name for f in schema.fields])
+    df = shaped.select([_column(f.name) for f in schema.fields])
     return df.where(row_filter) if row_filter is not None else df
+
+
+def _column(name: str) -> Column:
+    """A top-level column by its exact name (a dot in a name is not a field access)."""
+    return F.col("`" + name.replace("`", "``") + "`")
 
 
 def _load(spark: Any, read_schema: StructType, paths: list[str]) -> DataFrame:
