@@ -41,14 +41,18 @@ _create_store(os.environ["ACIDORC_METASTORE_URL"])
 #: started last would keep a worker busy while the other idles. Measured on a full run; the
 #: order of everything else is unchanged.
 LONGEST_FIRST = (
-    "spark/test_stream_sink_kills.py",
     "cluster/test_cluster.py",
-    "maintenance/test_compaction_histories.py",
-    "spark/test_stream_source.py",
-    "spark/test_stream_sink.py",
+    "spark/test_stream_sink_kills.py",
+    "spark/test_merge.py",
     "dml/test_dml_properties.py",
-    "write/test_killed_spark_driver.py",
-    "concurrency/test_stress.py",
+    "spark/test_stream_source.py",
+    "dml/test_conflicts.py",
+    "metastore/test_hive_store.py",
+    "spark/test_native_read.py",
+    "spark/test_stream_sink.py",
+    "spark/test_change_feed.py",
+    "orc/test_growing.py",
+    "test_datasource.py",
 )
 
 

@@ -400,7 +400,7 @@ def histories(draw):
     return ops
 
 
-@examples(100, suppress=[HealthCheck.function_scoped_fixture])
+@examples(60, suppress=[HealthCheck.function_scoped_fixture])
 @given(ops=histories(), compression=st.sampled_from(["zlib", "snappy", "none"]))
 def test_random_histories_against_a_model(tmp_path, ops, compression):
     data, side = io.BytesIO(), io.BytesIO()

@@ -587,7 +587,7 @@ def histories_and_snapshots(draw):
     return history, draw(st.lists(snapshots(history), min_size=1, max_size=3))
 
 
-@examples(200)
+@examples(120)
 @given(case=histories_and_snapshots())
 def test_reader_matches_reference_on_random_histories(case):
     history, snaps = case
@@ -711,7 +711,7 @@ def v1_tables_and_snapshots(draw):
     return h, snaps
 
 
-@examples(150)
+@examples(90)
 @given(case=v1_tables_and_snapshots())
 def test_acid_v1_reader_matches_reference(case):
     history, snaps = case

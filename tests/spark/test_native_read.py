@@ -82,7 +82,7 @@ def check_through_spark(spark, root: Path, snap) -> None:
     assert props.canon(r for r, _ in plain) == props.canon(r for r, _ in expected)
 
 
-@examples(8)
+@examples(6)
 @given(case=props.histories_and_snapshots())
 def test_random_histories_read_through_both_routes_as_the_reference_says(spark, case):
     history, snaps = case
