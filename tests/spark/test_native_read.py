@@ -82,26 +82,25 @@ def check_through_spark(spark, root: Path, snap) -> None:
     assert props.canon(r for r, _ in plain) == props.canon(r for r, _ in expected)
 
 
-@examples(6)
-@given(case=props.histories_and_snapshots())
-def test_random_histories_read_through_both_routes_as_the_reference_says(spark, case):
+def check_history_through_spark(spark, case) -> None:
     history, snaps = case
     with tempfile.TemporaryDirectory() as tmp:
         root = props.materialize(history, Path(tmp) / "t")
         for snap in snaps:
             note(repr(snap))
             check_through_spark(spark, root, snap)
+
+
+@examples(6)
+@given(case=props.histories_and_snapshots())
+def test_random_histories_read_through_both_routes_as_the_reference_says(spark, case):
+    check_history_through_spark(spark, case)
 
 
 @examples(4)
 @given(case=props.v1_tables_and_snapshots())
 def test_acid_v1_tables_read_through_both_routes_as_the_reference_says(spark, case):
-    history, snaps = case
-    with tempfile.TemporaryDirectory() as tmp:
-        root = props.materialize(history, Path(tmp) / "t")
-        for snap in snaps:
-            note(repr(snap))
-            check_through_spark(spark, root, snap)
+    check_history_through_spark(spark, case)
 
 
 # --- which route, and the same rows -----------------------------------------------------------
