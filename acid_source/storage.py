@@ -241,19 +241,19 @@ class Storage:
         if self.is_local:
             return None
         top = path.rstrip("/")
-        tree: dict[str, list[FileEntry]] = {top: []}
+        found: dict[str, dict[str, FileEntry]] = {top: {}}
         for name, info in self.fs.find(top, withdirs=True, detail=True).items():
             full = name.rstrip("/")
             if full == top or not full.startswith(top + "/"):
                 continue  # the directory itself (or its folder object)
             parent, base = full.rsplit("/", 1)
-            is_dir = info.get("type") == "directory"
-            tree.setdefault(parent, []).append(FileEntry(full, base, int(info.get("size") or 0), is_dir))
+            is_dir = info.get("type") == "directory" or name.endswith("/")
+            seen = found.setdefault(parent, {}).get(full)
+            if seen is None or (is_dir and not seen.is_dir):  # a folder object beside the directory it implies
+                found[parent][full] = FileEntry(full, base, 0 if is_dir else int(info.get("size") or 0), is_dir)
             if is_dir:
-                tree.setdefault(full, [])
-        for entries in tree.values():
-            entries.sort(key=lambda e: e.path)
-        return tree
+                found.setdefault(full, {})
+        return {d: sorted(entries.values(), key=lambda e: e.path) for d, entries in found.items()}
 
     def check_inside_root(self, path: str) -> None:
         """Refuse a local path that a symbolic link leads outside the table root: acidorc

@@ -74,3 +74,24 @@ def test_a_table_on_s3_through_every_verb(s3_server, s3_table_url):
     assert fs.find(s3_table_url.removeprefix("s3://")) == []
     with pytest.raises(TableLocationNotFoundError, match=s3_table_url):
         AcidTable.load(s3_table_url, storageOptions=options)
+
+
+def test_one_recursive_listing_lists_every_directory_as_listing_each_does(s3_server, s3_table_url):
+    """Storage.list_tree (what discovery and large scans use on object storage) against a
+    list_dir of every directory, with a folder object ("p=x/") beside a table's directories."""
+    from acid_source.storage import Storage, option_pairs
+
+    options = s3_server.storage_options
+    create_table(s3_table_url, "id bigint, p string", partition_columns=["p"], storage_options=options)
+    t = AcidTable.load(s3_table_url, storageOptions=options)
+    for p in ("a", "b"):
+        t.append(pa.table({"id": [1, 2], "p": [p, p]}))
+    t.delete("id = 1")
+    root = s3_table_url.removeprefix("s3://")
+    s3_server.filesystem().pipe(f"{root}/p=c/", b"")  # a folder object, as some tools write them
+    storage = Storage(s3_table_url, option_pairs(options))
+    tree = storage.list_tree(storage.root)
+    assert len(tree) >= 7  # the root, three partitions, their delta and delete_delta directories
+    for directory, entries in tree.items():
+        assert entries == storage.list_dir(directory), directory
+    assert [e.name for e in tree[storage.root.rstrip("/")] if e.is_dir] == ["p=a", "p=b", "p=c"]
