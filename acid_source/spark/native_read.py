@@ -10,8 +10,9 @@ driver, then builds a DataFrame of two parts (:mod:`acid_source.scan.routes` dec
 * files that need no merge: ``spark.read.orc`` of the files, their insert events of visible
   write ids, projected to the table's columns (partition values as literals, ``ROW__ID`` from
   the event columns). All six event columns stay in the read schema: ORC recognises an ACID
-  file by them and misreads any other read schema, and the one with partition columns added
-  too (so each partition is its own file scan);
+  file by them and misreads any other read schema, the one with partition columns added too.
+  So a few partitions are a file scan each, with literals; more share one scan and take their
+  values from a broadcast join on the file each row comes from;
 * the buckets that do need the merge: acidorc's reader in a ``mapInArrow`` over the splits
   planned here (``acidorc_merge_read`` in EXPLAIN), with the parsed plan shipped to the tasks.
 
@@ -196,6 +197,8 @@ def _with_partition_values(spark: Any, df: DataFrame, columns: list[Column], ctx
         StructType([StructField(FILE_COLUMN, StringType())] + [schema[n] for n in names]))
     rows = df.select(columns + [F.col("_metadata.file_path").alias(FILE_COLUMN)])
     return rows.join(F.broadcast(mapping), FILE_COLUMN).drop(FILE_COLUMN)
+
+
 def _events_condition(files: list[NativeFile], write_ids: ValidWriteIdList, first: str | None) -> Column:
     """Insert events (the routes checked that the files hold nothing else), of the write ids the
     snapshot sees where a file may hold others."""
