@@ -281,7 +281,7 @@ class OrcFile:
         if fields is None:
             return positions if positions is not None else (list(columns) if columns is not None else None)
         if positions is None:  # a plain file: its chosen columns
-            return list(fields) if columns is None else [c for c in columns if c in set(fields)]
+            return list(fields)
         file_names = self.schema.names
         out: list[str] = []
         for pos in positions:
