@@ -5,19 +5,19 @@ A write runs in ``with Transaction.begin(...) as txn:`` (an exception aborts it 
 its tasks wrote); its tasks report :class:`~acid_source.write.task.TaskResult` s, which
 :func:`record_results` hands to the transaction before anything can fail, so an abort finds every
 directory; the commit itself is the transaction's (:meth:`Transaction.commit`, or the row-level
-conflict loop of a DML); then :func:`after_commit` runs the one post-commit step: an automatic
-compaction of what a data write touched, or the vacuum after a compaction. The post-commit step
-never fails the write: the data is committed by then.
+conflict loop of a DML). What runs after a commit belongs to its verb and lives in
+``maintenance/``: a data write asks for an automatic compaction of what it touched
+(:func:`acid_source.maintenance.auto_compact.compact_after_write`), a compaction vacuums what it
+made obsolete; neither fails the write, whose data is committed by then.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from .write.task import TaskResult
 
 if TYPE_CHECKING:
-    from .metastore import Metastore
     from .storage import Storage
     from .txn import Transaction
 
@@ -48,24 +48,3 @@ def write_metrics(operation: str, write_id: int, txn_id: int, results: list[Task
         "numFiles": sum(len(r.files) for r in results),
         "partitions": touched_partitions(results),
     }
-
-
-def after_commit(operation: str, location: str, store: "Metastore", partitions: Iterable[str], *,
-                 storage_options: Any = (), metastore_url: str | None = None,
-                 run_tasks: Callable | None = None) -> dict[str, Any]:
-    """The one post-commit step, for every kind of write; returns the metrics it adds.
-
-    After a data write: the automatic compaction of the data objects it touched
-    (``autoCompaction``, only when one ran; ``run_tasks`` runs its tasks, e.g. as a Spark job).
-    After a compaction: the vacuum of what earlier compactions made obsolete (``vacuum``).
-    """
-    if operation == COMPACTION:
-        from .maintenance.cleaner import vacuum_after_compaction
-
-        return {"vacuum": vacuum_after_compaction(location, metastore_url=metastore_url,
-                                                  storage_options=storage_options, metastore=store)}
-    from .maintenance.auto_compact import maybe_compact_after_commit
-
-    compactions = maybe_compact_after_commit(location, store, sorted(partitions), storage_options=storage_options,
-                                             run_tasks=run_tasks)
-    return {"autoCompaction": compactions} if compactions else {}

@@ -96,7 +96,8 @@ class StagedWrite:
         the commit, atomically. A batch committed already (a replay) commits nothing: the write
         is aborted, its files removed, and
         :class:`~acid_source.errors.BatchAlreadyCommittedError` names who committed it."""
-        from .commit import after_commit, write_metrics
+        from .commit import write_metrics
+        from .maintenance.auto_compact import compact_after_write
 
         results = list(results)
         self._require_open("commit")
@@ -105,8 +106,8 @@ class StagedWrite:
         with txn:
             self.job.commit(txn, results, sink=sink)
         metrics = write_metrics(self.job.operation, self.writeId, txn.txn_id, results)
-        metrics.update(after_commit(self.job.operation, self.location, txn.metastore, metrics["partitions"],
-                                    storage_options=self._storage_options))
+        metrics.update(compact_after_write(self.location, txn.metastore, metrics["partitions"],
+                                           storage_options=self._storage_options))
         return metrics
 
     def abort(self, results: Iterable[TaskResult] = (), reason: str = "the write was aborted") -> None:

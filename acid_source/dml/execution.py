@@ -17,9 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from ..commit import after_commit, record_results, touched_partitions
+from ..commit import record_results, touched_partitions
 from ..errors import InvalidArgumentError, UnsupportedOperationError
 from ..faults import pause_point
+from ..maintenance.auto_compact import compact_after_write
 from ..resolve import registered_table, resolve_table
 from ..scan.resolved import ResolvedTable
 from ..txn import Transaction
@@ -93,8 +94,8 @@ def run_dml(target: DmlTarget, operation: str, produce: Producer, *,
             txn.set_commit(operation, {info.table_id: touched})
     metrics["writeId"] = write_id
     metrics["partitions"] = touched
-    metrics.update(after_commit(operation, info.location, store, touched, storage_options=target.storage_options,
-                                run_tasks=compaction_runner))
+    metrics.update(compact_after_write(info.location, store, touched, storage_options=target.storage_options,
+                                       run_tasks=compaction_runner))
     return metrics
 
 

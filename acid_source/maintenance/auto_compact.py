@@ -1,7 +1,8 @@
-"""The after-commit trigger: right after a commit, check the data objects it touched against
-Hive's thresholds and compact those over one (:func:`maybe_compact_after_commit`). It is the
-initiator's pass (:func:`.initiator.initiate_table`) restricted to those data objects, with
-the bounds a compaction inside the user's write call needs.
+"""The after-commit trigger: right after a data write commits, check the data objects it
+touched against Hive's thresholds and compact those over one (:func:`compact_after_write`, the
+post-commit step of every data write: append, overwrite, the Spark and streaming writes, UPDATE /
+DELETE / MERGE). It is the initiator's pass (:func:`.initiator.initiate_table`) restricted to
+those data objects, with the bounds a compaction inside the user's write call needs.
 """
 
 from __future__ import annotations
@@ -15,6 +16,16 @@ from .initiator import initiate_table, open_metastore
 from .thresholds import after_commit_enabled, auto_compaction_disabled
 
 logger = logging.getLogger("acidorc.initiator")
+
+
+def compact_after_write(location: str, store: Metastore, partitions: Iterable[str], *,
+                        storage_options: Mapping[str, Any] | Iterable[tuple[str, Any]] = (),
+                        run_tasks: Callable | None = None) -> dict[str, Any]:
+    """The post-commit step of a data write: the metrics it adds to the write's
+    (``autoCompaction``, only when a compaction was considered). Never raises."""
+    compactions = maybe_compact_after_commit(location, store, sorted(partitions), storage_options=storage_options,
+                                             run_tasks=run_tasks)
+    return {"autoCompaction": compactions} if compactions else {}
 
 
 def maybe_compact_after_commit(location: str, metastore_url: str | Metastore | None,

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Collection, Mapping
 
-from ..commit import COMPACTION, after_commit, record_results
+from ..commit import COMPACTION, record_results
 from ..completeness import check_inputs, listed_snapshot, missing_data_error
 from ..errors import StoreBehindStorageError
 from ..layout.ids_on_storage import ids_on_storage
@@ -35,6 +35,7 @@ from ..scan.resolved import ResolvedTable
 from ..storage import Storage
 from ..txn import Transaction
 from ..write.task import TaskResult
+from .cleaner import vacuum_after_compaction
 from .compaction_plan import CompactionPlan, compaction_kind, plan_compaction
 from .compaction_tasks import CompactionTask, prepare_output_dir
 from .compaction_tasks import run_tasks as run_in_process
@@ -81,8 +82,9 @@ def compact_table(location: str, kind: str, *, partition_filter: str | None = No
             _fill_empty_outputs(plan, results)
         txn.set_commit(COMPACTION, {info.table_id: [o.partition for o in plan.objects]})
     metrics = _metrics(plan, results)
-    metrics.update(after_commit(COMPACTION, info.location, store, metrics["partitions"],
-                                storage_options=options, metastore_url=metastore_url))
+    # what earlier compactions made obsolete (never fails the compaction: it has committed)
+    metrics["vacuum"] = vacuum_after_compaction(info.location, metastore_url=metastore_url, storage_options=options,
+                                                metastore=store)
     return metrics
 
 

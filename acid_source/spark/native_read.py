@@ -41,7 +41,7 @@ from ..options import ReadSpec
 from ..scan.routes import NativeFile, RoutedScan, exception_ranges, route_splits
 from ..scan.splits import ROW_ID_COLUMN, BucketSplit, ReadContext
 from .datasource import SOURCE_NAME, take_read_lease
-from .table import check_session
+from .session import check_session
 from .tasks import one_row_per_partition
 
 log = logging.getLogger("acidorc.read")

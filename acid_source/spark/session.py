@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Any
 
 from .. import settings
+from ..errors import InvalidArgumentError
 
 # Spark settings acidorc relies on; spark-conf/spark-defaults.conf carries the same ones.
 RECOMMENDED_CONF = {
@@ -16,6 +18,13 @@ RECOMMENDED_CONF = {
     # -> 1.40x of df.write.orc). Batches stay capped by arrow.maxRecordsPerBatch.
     "spark.sql.execution.arrow.maxBytesPerBatch": "2147483647",
 }
+
+
+def check_session(spark: Any, argument: str = "sparkSession") -> None:
+    """``spark`` must be a SparkSession (classic or Connect: anything that reads and creates
+    DataFrames); else a typed error naming the argument."""
+    if not (hasattr(spark, "read") and hasattr(spark, "createDataFrame")):
+        raise InvalidArgumentError(argument, f"expected a SparkSession, got {type(spark).__name__}")
 
 
 def register(spark) -> None:

@@ -17,19 +17,13 @@ from pyspark.sql import DataFrame, SparkSession
 
 from ..errors import AcidError, InvalidArgumentError
 from ..table import AcidTable
+from .session import check_session
 from .types import ColumnMapping, ExpressionOrColumn
 
 HISTORY_SCHEMA = ("version BIGINT, timestamp TIMESTAMP, operation STRING, txnId BIGINT, partitions ARRAY<STRING>, "
                   "user STRING, description STRING")
 DETAIL_SCHEMA = ("format STRING, location STRING, name STRING, tableType STRING, partitionColumns ARRAY<STRING>, "
                  "bucketColumns ARRAY<STRING>, numBuckets INT, numFiles BIGINT, sizeInBytes BIGINT, version BIGINT")
-
-
-def check_session(spark: Any) -> None:
-    """``spark`` must be a SparkSession (classic or Connect: anything that reads and creates
-    DataFrames); else a typed error naming the argument."""
-    if not (hasattr(spark, "read") and hasattr(spark, "createDataFrame")):
-        raise InvalidArgumentError("sparkSession", f"expected a SparkSession, got {type(spark).__name__}")
 
 
 class SparkAcidTable(AcidTable):

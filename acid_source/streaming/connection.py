@@ -38,7 +38,6 @@ from typing import IO, Any, Iterator
 
 import pyarrow as pa
 
-from ..commit import after_commit
 from ..errors import (
     AcidError,
     InvalidArgumentError,
@@ -51,6 +50,7 @@ from ..heartbeat import heartbeat_interval
 from ..layout import bucket_codec
 from ..layout.ids_on_storage import list_ids_on_storage
 from ..layout.names import ACID_VERSION_FILE, FLUSH_LENGTH_SUFFIX, bucket_file_name, delta_dir_name
+from ..maintenance.auto_compact import compact_after_write
 from ..orc.growing import GrowingEventFile
 from ..resolve import registered_table
 from ..storage import Storage, option_pairs
@@ -329,8 +329,8 @@ class StreamingConnection:
             for entry in batch.files.values():
                 self._finish(entry, batch)
         if batch.committed_parts:  # the post-commit step of every write, once per batch
-            done = after_commit("insert", self.location, self._metastore, batch.committed_parts,
-                                storage_options=self._storage_options)
+            done = compact_after_write(self.location, self._metastore, batch.committed_parts,
+                                       storage_options=self._storage_options)
             compacted = [e for e in done.get("autoCompaction", ()) if e["status"] == "compacted"]
             self.stats["autoCompactions"] += len(compacted)
 

@@ -32,9 +32,10 @@ class WriteJob:
     def commit(self, txn, results: list[TaskResult], *, sink: tuple[str, int] | None = None) -> None:
         """Make the tasks' files visible: one commit of the write id in ``txn`` (``sink``: a
         streaming sink's micro-batch, recorded with the commit; see ``Transaction.commit``)."""
-        touched = {f.partition for r in results for f in r.files}
-        txn.record_written(self.table_id, [d for r in results for d in r.directories], storage=self.plan.storage,
-                           write_id=self.plan.write_id)
+        from ..commit import record_results, touched_partitions  # driver side: a task never loads it
+
+        touched = set(touched_partitions(results))
+        record_results(txn, self.table_id, results, storage=self.plan.storage, write_id=self.plan.write_id)
         try:
             if self.plan.overwrite:
                 for part in self._partitions_to_empty(touched, txn):
@@ -47,8 +48,9 @@ class WriteJob:
         txn.commit(self.operation, {self.table_id: sorted(touched)}, sink=sink)
 
     def abort(self, txn, results: list[TaskResult], reason: str = "the write failed") -> None:
-        txn.record_written(self.table_id, [d for r in results for d in r.directories], storage=self.plan.storage,
-                           write_id=self.plan.write_id)
+        from ..commit import record_results
+
+        record_results(txn, self.table_id, results, storage=self.plan.storage, write_id=self.plan.write_id)
         txn.abort(reason)
 
     # --- overwrite ---------------------------------------------------------------------------
