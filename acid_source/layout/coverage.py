@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from itertools import accumulate
 
 from ..storage import FileEntry
+from .acid_state import AcidDir
 from .names import ParsedDir, is_hidden, parse_dir_name
-from .writeids import ValidTxnList, ValidWriteIdList
+from .writeids import RangeResponse, ValidTxnList, ValidWriteIdList
 
 
 @dataclass(frozen=True)
@@ -36,24 +37,33 @@ def holder_of(parsed: ParsedDir) -> Holder:
     return Holder(parsed.name, parsed.min_write_id, parsed.max_write_id)
 
 
-def visible_holders(entries: Iterable[FileEntry], write_ids: ValidWriteIdList, txns: ValidTxnList) -> list[Holder]:
-    """The ACID directories of one partition listing that a reader of the snapshot may use.
+def usable_dirs(entries: Iterable[FileEntry], write_ids: ValidWriteIdList, txns: ValidTxnList) -> list[AcidDir]:
+    """The ACID directories of one partition listing that a reader of the snapshot may use (the
+    completeness proof and the change feed both ask).
 
     Compaction outputs of a transaction the snapshot does not see committed are excluded, and so
-    is a base written by an overwrite that is not committed in it (a base with a ``_vT``
+    are a base written by an overwrite that is not committed in it (a base with a ``_vT``
     suffix, the compactor's, is usable once ``T`` is; one without, whose write id is aborted or
-    open, is not)."""
-    holders = []
+    open, is not) and a delta whose write ids are all aborted."""
+    usable = []
     for entry in entries:
         if not entry.is_dir or is_hidden(entry.name):
             continue
         parsed = parse_dir_name(entry.name)
         if parsed is None or not txns.is_txn_valid(parsed.visibility_txn_id):
             continue
-        if parsed.is_base and not parsed.visibility_txn_id and not write_ids.is_write_id_valid(parsed.write_id):
+        if parsed.is_base:
+            if not parsed.visibility_txn_id and not write_ids.is_write_id_valid(parsed.write_id):
+                continue
+        elif write_ids.is_write_id_range_aborted(parsed.min_write_id, parsed.max_write_id) is RangeResponse.ALL:
             continue
-        holders.append(holder_of(parsed))
-    return holders
+        usable.append(AcidDir(entry.path, parsed))
+    return usable
+
+
+def visible_holders(entries: Iterable[FileEntry], write_ids: ValidWriteIdList, txns: ValidTxnList) -> list[Holder]:
+    """The write-id ranges the usable directories of one partition listing hold."""
+    return [holder_of(d.parsed) for d in usable_dirs(entries, write_ids, txns)]
 
 
 def base_floor(holders: Iterable[Holder]) -> int:

@@ -30,9 +30,11 @@ from ..layout.table_dirs import INSERT_ONLY, PartitionDir, acid_state_for, conve
 from ..layout.writeids import ValidTxnList, ValidWriteIdList
 from ..orc.codecs import canonical_codec
 from ..orc.writer import BASE_STRIPE_SIZE, DELTA_STRIPE_SIZE
-from ..scan.planner import TableScan, partition_may_match
+from ..scan.planner import partition_may_match
 from ..scan.resolved import ResolvedTable, nullable
+from ..scan.slicing import dir_slices, original_slices
 from ..scan.splits import FileSlice
+from ..storage import Storage
 from .compaction_tasks import KINDS, MAJOR, MINOR, CompactionTask
 
 
@@ -116,7 +118,6 @@ def plan_compaction(table: ResolvedTable, kind: str, txn_id: int, *, partition_f
         chosen = parse_partition_filter(partition_filter, table.schema(), list(table.partition_columns)).expression
     key = partition_key(info)
     wanted = None if partitions is None else {key(p.strip("/")) for p in partitions}
-    scan = TableScan(table)
     data_schema = nullable(pa.schema([info.schema.field(n) for n in info.data_columns]))
     compression = canonical_codec(info.compression)
     for part in layout.partitions:
@@ -130,7 +131,7 @@ def plan_compaction(table: ResolvedTable, kind: str, txn_id: int, *, partition_f
         if reason is not None:
             plan.skipped[rel] = reason
             continue
-        plan.objects.append(_object_plan(plan, scan, part.path, rel, state, data_schema, compression))
+        plan.objects.append(_object_plan(plan, layout.storage, part.path, rel, state, data_schema, compression))
     return plan
 
 
@@ -164,9 +165,8 @@ def _nothing_to_do(kind: str, state: AcidState, write_ids: ValidWriteIdList) -> 
     return None
 
 
-def _object_plan(plan: CompactionPlan, scan: TableScan, path: str, rel: str, state: AcidState,
+def _object_plan(plan: CompactionPlan, storage: Storage, path: str, rel: str, state: AcidState,
                  data_schema: pa.Schema, compression: str) -> DataObjectPlan:
-    storage = scan.table.storage
     txn = plan.txn_id
     insert_only = plan.table_kind == INSERT_ONLY
     if plan.kind == MINOR:
@@ -185,10 +185,10 @@ def _object_plan(plan: CompactionPlan, scan: TableScan, path: str, rel: str, sta
         originals = list(state.originals)
         stripe_size = BASE_STRIPE_SIZE
     buckets: dict[int, tuple[list[FileSlice], list[FileSlice]]] = defaultdict(lambda: ([], []))
-    for s in scan._original_slices(originals, path):
+    for s in original_slices(storage, originals, table_kind=plan.table_kind):
         buckets[_writer(s.bucket_id, insert_only)][0].append(s)
     for d in dirs:
-        for s in scan._dir_slices(d):
+        for s in dir_slices(storage, d, table_kind=plan.table_kind):
             buckets[_writer(s.bucket_id, insert_only)][1 if d.parsed.is_delete else 0].append(s)
     tasks = []
     for bucket_id in sorted(buckets):

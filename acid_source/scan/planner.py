@@ -10,20 +10,12 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from ..errors import CorruptFileError, InvalidOptionError, SchemaError, SnapshotFilesRemovedError
+from ..errors import InvalidOptionError, SchemaError
 from ..filters import Predicate, partition_matches
-from ..layout.acid_state import AcidDir
-from ..layout.names import FLUSH_LENGTH_SUFFIX, is_flush_length_file, is_hidden, parse_bucket_file
-from ..layout.table_dirs import (
-    FULL_ACID,
-    INSERT_ONLY,
-    acid_state_for,
-    check_not_removing,
-    convert_partition_value,
-)
-from ..orc.files import OrcFile, read_flush_length
-from ..storage import FileEntry
+from ..layout.table_dirs import INSERT_ONLY, acid_state_for, convert_partition_value
+from ..orc.files import OrcFile
 from .resolved import ResolvedTable
+from .slicing import dir_slices, original_slices
 from .splits import BucketSplit, FileSlice, ReadContext
 from .visibility import needs_collapse
 
@@ -141,11 +133,12 @@ class TableScan:
         snapshot = str(self.table.write_ids)
         for part, values, state, dirs in chosen_parts:
             buckets: dict[int, dict[str, list[FileSlice]]] = defaultdict(lambda: {"inserts": [], "deletes": []})
-            for slice_ in self._original_slices(state.originals, part.path):
+            for slice_ in original_slices(self.table.storage, state.originals, table_kind=self.table.kind):
                 buckets[slice_.bucket_id]["inserts"].append(slice_)
             for acid_dir in dirs:
                 role = "deletes" if acid_dir.parsed.is_delete else "inserts"
-                for slice_ in self._dir_slices(acid_dir, listings[acid_dir.path]):
+                for slice_ in dir_slices(self.table.storage, acid_dir, listings[acid_dir.path],
+                                         table_kind=self.table.kind):
                     buckets[slice_.bucket_id][role].append(slice_)
             for bucket_id in sorted(buckets):
                 files = buckets[bucket_id]
@@ -153,55 +146,6 @@ class TableScan:
                     continue  # a delete-only bucket: its deletes target rows no longer visible
                 splits.extend(self._bucket_splits(part.path, values, bucket_id, files, snapshot))
         return ctx, splits
-
-    def _original_slices(self, originals: list[FileEntry], partition_path: str) -> list[FileSlice]:
-        slices = []
-        earlier: dict[int, list[str]] = defaultdict(list)
-        for entry in originals:
-            bucket = parse_bucket_file(entry.name).bucket_id
-            if bucket < 0 and self.table.kind == FULL_ACID:
-                raise CorruptFileError(
-                    self.table.storage.display(entry.path),
-                    "a pre-ACID file of a full-ACID table must be named like 000000_0 (its bucket id)"
-                )
-            slices.append(FileSlice(entry.path, bucket, "original", 0, 0, -1,
-                                    earlier_originals=tuple(earlier[bucket]), size=entry.size))
-            earlier[bucket].append(entry.path)
-        return slices
-
-    def _dir_slices(self, acid_dir: AcidDir, entries: list[FileEntry] | OSError | None = None) -> list[FileSlice]:
-        """The data files of one directory (``entries``: its listing, when listed already)."""
-        p = acid_dir.parsed
-        if entries is None:
-            entries = self.table.storage.list_dirs([acid_dir.path])[acid_dir.path]
-        if isinstance(entries, FileNotFoundError):  # listed with the table, removed by the cleaner since
-            raise SnapshotFilesRemovedError(self.table.storage.display(acid_dir.path)) from None
-        if isinstance(entries, OSError):
-            raise entries
-        check_not_removing(self.table.storage, acid_dir.path, entries)  # being deleted file by file (object stores)
-        names = {e.name for e in entries}
-        streaming = p.kind == "delta" and p.min_write_id != p.max_write_id and p.visibility_txn_id == 0
-        slices = []
-        earlier: dict[int, list[str]] = defaultdict(list)
-        for entry in entries:
-            if entry.is_dir or is_hidden(entry.name) or is_flush_length_file(entry.name):
-                continue
-            bucket = parse_bucket_file(entry.name).bucket_id
-            if bucket < 0 and self.table.kind == FULL_ACID:
-                raise CorruptFileError(self.table.storage.display(entry.path),
-                                       "data file name carries no bucket id (expected bucket_N)")
-            length = None
-            if streaming and entry.name + FLUSH_LENGTH_SUFFIX in names:
-                length = read_flush_length(self.table.storage, entry.path + FLUSH_LENGTH_SUFFIX)
-                if length <= 0:
-                    continue  # nothing committed yet
-            elif entry.size == 0:
-                continue
-            slices.append(FileSlice(entry.path, bucket, p.kind, p.min_write_id, p.max_write_id, p.statement_id,
-                                    length=length, earlier_originals=tuple(earlier[bucket]),
-                                    size=length if length is not None else entry.size))
-            earlier[bucket].append(entry.path)
-        return slices
 
     def _bucket_splits(self, part_path, values, bucket_id, files, snapshot) -> list[BucketSplit]:
         inserts, deletes = files["inserts"], tuple(files["deletes"])

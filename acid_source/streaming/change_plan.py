@@ -29,22 +29,21 @@ import pyarrow as pa
 
 from ..completeness import Gap, missing_data_error, partition_key, relative
 from ..errors import (
-    CorruptFileError,
     HistoryUnavailableError,
     InvalidArgumentError,
-    SnapshotFilesRemovedError,
     UnsupportedOperationError,
     VersionNotFoundError,
 )
-from ..layout.acid_state import AcidDir, check_not_removing
-from ..layout.names import FLUSH_LENGTH_SUFFIX, is_flush_length_file, is_hidden, parse_bucket_file, parse_dir_name
-from ..layout.table_dirs import TableLayout, convert_partition_value, discover_layout
-from ..layout.writeids import RangeResponse, ValidTxnList, ValidWriteIdList
+from ..layout.acid_state import AcidDir
+from ..layout.coverage import usable_dirs
+from ..layout.names import is_hidden
+from ..layout.table_dirs import FULL_ACID, INSERT_ONLY, TableLayout, convert_partition_value, discover_layout
+from ..layout.writeids import ValidTxnList, ValidWriteIdList
 from ..maintenance.cleaner import REMOVING_PREFIX
 from ..metastore.catalog import ADOPT
-from ..orc.files import read_flush_length
 from ..resolve import registered_table
 from ..scan.resolved import nullable
+from ..scan.slicing import dir_slices, original_slices
 from ..scan.splits import FileSlice
 from ..storage import FileEntry, Storage
 from .change_reader import ChangeContext, ChangeSplit, change_schema
@@ -193,7 +192,7 @@ def _plan(location: str, select: Callable[[dict[int, dict]], list[int]], asked: 
         values = tuple(convert_partition_value(raw, f.type) for raw, f in zip(part.raw_values, part_fields))
         deltas, bases = dirs[part.path]
         splits.extend(_partition_splits(storage, part.path, values, layout.listings[part.path], deltas, bases,
-                                        wanted, dml))
+                                        wanted, dml, INSERT_ONLY if info.insert_only else FULL_ACID))
     # a write id's own delete delta says it wrote delete events; a compacted one (a range) says
     # so for the write ids of the range whose operation can write them
     dml_ids = tuple(w for w in wanted if (w, True) in dml or ((w, False) in dml and
@@ -216,25 +215,15 @@ def _directories_by_object(layout: TableLayout, key) -> dict[object, list[str]]:
 
 def _usable_dirs(entries: list[FileEntry], write_ids: ValidWriteIdList, txns: ValidTxnList,
                  insert_only: bool = False) -> tuple[list[AcidDir], list[AcidDir]]:
-    """The insert and delete deltas and the bases of one listing a reader may use now: committed
-    compaction outputs, deltas not wholly aborted, overwrite bases of committed write ids. The
+    """The deltas and the bases of one listing a reader may use now (newest base first). The
     rows of an insert-only table carry no write id, so there a delta of several write ids (a
     minor compaction's) says no more than a base: it counts among the bases."""
     deltas, bases = [], []
-    for entry in entries:
-        if not entry.is_dir or is_hidden(entry.name):
-            continue
-        parsed = parse_dir_name(entry.name)
-        if parsed is None or not txns.is_txn_valid(parsed.visibility_txn_id):
-            continue
-        if parsed.is_base:
-            if parsed.visibility_txn_id or write_ids.is_write_id_valid(parsed.write_id):
-                bases.append(AcidDir(entry.path, parsed))
-        elif write_ids.is_write_id_range_aborted(parsed.min_write_id, parsed.max_write_id) is not RangeResponse.ALL:
-            if insert_only and parsed.min_write_id != parsed.max_write_id:
-                bases.append(AcidDir(entry.path, parsed))
-            else:
-                deltas.append(AcidDir(entry.path, parsed))
+    for d in usable_dirs(entries, write_ids, txns):
+        if d.parsed.is_base or (insert_only and d.parsed.min_write_id != d.parsed.max_write_id):
+            bases.append(d)
+        else:
+            deltas.append(d)
     return deltas, sorted(bases, key=lambda b: -b.parsed.write_id)
 
 
@@ -319,14 +308,22 @@ def _holds_any(d: AcidDir, wanted: list[int]) -> bool:
 
 
 def _partition_splits(storage: Storage, path: str, values: tuple, entries: list[FileEntry], deltas: list[AcidDir],
-                      bases: list[AcidDir], wanted: list[int], dml: set[tuple[int, bool]]) -> list[ChangeSplit]:
+                      bases: list[AcidDir], wanted: list[int], dml: set[tuple[int, bool]],
+                      table_kind: str) -> list[ChangeSplit]:
+    sliced: dict[str, list[FileSlice]] = {}
+
+    def slices_of(d: AcidDir) -> list[FileSlice]:  # each directory listed once, as the scan slices it
+        if d.path not in sliced:
+            sliced[d.path] = dir_slices(storage, d, table_kind=table_kind)
+        return sliced[d.path]
+
     insert_cover = _cover([d for d in deltas if not d.parsed.is_delete])
     delete_cover = _cover([d for d in deltas if d.parsed.is_delete])
     buckets: dict[int, dict[str, list[FileSlice]]] = defaultdict(lambda: {"inserts": [], "deletes": []})
     for d in delete_cover:
         if not _holds_any(d, wanted):
             continue
-        slices = _dir_slices(storage, d)
+        slices = slices_of(d)
         for s in slices:
             buckets[s.bucket_id]["deletes"].append(s)
         if slices:
@@ -334,67 +331,19 @@ def _partition_splits(storage: Storage, path: str, values: tuple, entries: list[
             dml.update((w, own) for w in wanted if d.parsed.min_write_id <= w <= d.parsed.max_write_id)
     for d in insert_cover:
         if _holds_any(d, wanted):
-            for s in _dir_slices(storage, d):
+            for s in slices_of(d):
                 buckets[s.bucket_id]["inserts"].append(s)
     lookups: dict[int, list[FileSlice]] = defaultdict(list)
     if any(b["deletes"] for b in buckets.values()):
         for d in insert_cover + bases:  # where a deleted row's insert event may be: deltas, then bases
-            for s in _dir_slices(storage, d):
+            for s in slices_of(d):
                 lookups[s.bucket_id].append(s)
-        for s in _original_slices(storage, entries):
+        originals = [e for e in entries if not e.is_dir and not is_hidden(e.name) and e.size > 0]
+        for s in original_slices(storage, originals, table_kind=table_kind):
             lookups[s.bucket_id].append(s)
     return [ChangeSplit(path, values, bucket, tuple(files["inserts"]), tuple(files["deletes"]),
                         tuple(lookups[bucket]) if files["deletes"] else ())
             for bucket, files in sorted(buckets.items())]
-
-
-def _dir_slices(storage: Storage, d: AcidDir) -> list[FileSlice]:
-    """The data files of one directory, as the scan planner slices them (a streamed delta's
-    files cut at their committed length)."""
-    p = d.parsed
-    try:
-        entries = storage.list_dir(d.path)
-    except FileNotFoundError:  # listed with the table, removed by the cleaner since
-        raise SnapshotFilesRemovedError(storage.display(d.path)) from None
-    check_not_removing(storage, d.path, entries)
-    names = {e.name for e in entries}
-    streaming = p.kind == "delta" and p.min_write_id != p.max_write_id and p.visibility_txn_id == 0
-    slices = []
-    for entry in sorted(entries, key=lambda e: e.path):
-        if entry.is_dir or is_hidden(entry.name) or is_flush_length_file(entry.name):
-            continue
-        storage.check_inside_root(entry.path)
-        bucket = parse_bucket_file(entry.name).bucket_id
-        if bucket < 0:
-            raise CorruptFileError(storage.display(entry.path),
-                                   "data file name carries no bucket id (expected bucket_N)")
-        length = None
-        if streaming and entry.name + FLUSH_LENGTH_SUFFIX in names:
-            length = read_flush_length(storage, entry.path + FLUSH_LENGTH_SUFFIX)
-            if length <= 0:
-                continue
-        elif entry.size == 0:
-            continue
-        slices.append(FileSlice(entry.path, bucket, p.kind, p.min_write_id, p.max_write_id, p.statement_id,
-                                length=length, size=length if length is not None else entry.size))
-    return slices
-
-
-def _original_slices(storage: Storage, entries: list[FileEntry]) -> list[FileSlice]:
-    """Pre-ACID files in the partition directory itself, with the earlier files of their bucket
-    (their synthetic row ids count on from those)."""
-    earlier: dict[int, list[str]] = defaultdict(list)
-    slices = []
-    for entry in sorted((e for e in entries if not e.is_dir and not is_hidden(e.name) and e.size > 0),
-                        key=lambda e: e.path):
-        bucket = parse_bucket_file(entry.name).bucket_id
-        if bucket < 0:
-            raise CorruptFileError(storage.display(entry.path),
-                                   "a pre-ACID file of a full-ACID table must be named like 000000_0 (its bucket id)")
-        slices.append(FileSlice(entry.path, bucket, "original", 0, 0, -1, earlier_originals=tuple(earlier[bucket]),
-                                size=entry.size))
-        earlier[bucket].append(entry.path)
-    return slices
 
 
 # --- arguments ---------------------------------------------------------------------------------

@@ -43,6 +43,7 @@ def test_only_directories_the_snapshot_may_use_hold_anything():
         entry("base_0000006_v0000060"),  # an aborted compaction's output
         entry("base_0000007"),  # an overwrite still open
         entry("base_0000008"),  # an aborted overwrite
+        entry("delta_0000008_0000008_0000"),  # an aborted append
         entry("base_0000003_v0000040"),  # a committed compaction's output
         entry("_tmp_delta_0000009_0000009_0000"),  # hidden
         entry("delta_0000009_0000009_0000", is_dir=False),  # a file, not a directory
