@@ -44,7 +44,7 @@ from ..layout.names import ParsedDir, parse_dir_name
 from ..layout.row_ids import KeySet
 from ..layout.table_dirs import data_files
 from ..layout.writeids import ValidTxnList
-from ..metastore.transactions import DML_OPERATIONS, REPLACES_ROWS
+from ..metastore.constants import DML_OPERATIONS, REPLACES_ROWS
 from ..orc.files import EVENT_COLUMNS, OP_DELETE, OrcFile
 from ..scan.resolved import ResolvedTable
 from ..storage import Storage

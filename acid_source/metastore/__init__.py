@@ -7,9 +7,10 @@ for a ``thrift://`` URL (:mod:`.hive`). :func:`connect` picks the one a URL name
 
 import os
 
+from .constants import CONFLICT_CHECKED, OPERATIONS, TXN_STATES
 from .engine import ENV_URL, check_shareable, default_url, named_url
 from .hive.connection import is_thrift_url
-from .store import CONFLICT_CHECKED, OPERATIONS, TXN_STATES, Metastore
+from .store import Metastore
 from .tableinfo import TableInfo, normalize_location
 
 

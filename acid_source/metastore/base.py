@@ -31,10 +31,8 @@ from ..errors import (
     TransactionStateError,
 )
 from . import engine as _engine
+from .constants import ABORTED, OPEN
 from .schema import SCHEMA_VERSION, SEQUENCES, meta, metadata, sequences, tables, txns
-
-OPEN, COMMITTED, ABORTED = "open", "committed", "aborted"
-TXN_STATES = (OPEN, COMMITTED, ABORTED)
 
 _BACKOFF_START = 0.02
 _BACKOFF_MAX = 1.0

@@ -18,7 +18,8 @@ from ..errors import (
     TableNotRegisteredError,
     TransactionStateError,
 )
-from .base import COMMITTED, OPEN, StoreBase, as_id, chunks
+from .base import StoreBase, as_id, chunks
+from .constants import ADOPT, COMMITTED, OPEN
 from .schema import sequences, tables, txn_components, txn_write_ids, txns
 from .tableinfo import (
     TableInfo,
@@ -29,9 +30,6 @@ from .tableinfo import (
     table_properties,
     validate_layout,
 )
-
-#: The operation of the one commit that records an adopted history (:class:`AdoptedHistory`).
-ADOPT = "adopt"
 
 
 @dataclass(frozen=True)

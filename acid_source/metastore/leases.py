@@ -26,7 +26,8 @@ from sqlalchemy import delete, exists, func, insert, or_, select, update
 
 from ..errors import InvalidArgumentError, MetastoreError
 from ..layout.writeids import ValidTxnList, ValidWriteIdList
-from .base import ABORTED, COMMITTED, OPEN, as_id, as_seconds
+from .base import as_id, as_seconds
+from .constants import ABORTED, COMMITTED, OPEN
 from .schema import read_leases, txn_write_ids, txns
 from .snapshots import Snapshot, SnapshotsMixin
 

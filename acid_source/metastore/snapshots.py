@@ -16,7 +16,8 @@ from sqlalchemy import and_, func, or_, select
 
 from ..errors import InvalidArgumentError, VersionNotFoundError
 from ..layout.writeids import LONG_MAX, ValidTxnList, ValidWriteIdList
-from .base import ABORTED, COMMITTED, OPEN, TXN_STATES, StoreBase, as_id, chunks
+from .base import StoreBase, as_id, chunks
+from .constants import ABORTED, COMMITTED, OPEN, TXN_STATES
 from .schema import txn_components, txn_write_ids, txns
 
 Snapshot = tuple[ValidWriteIdList, ValidTxnList]

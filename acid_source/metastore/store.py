@@ -14,14 +14,13 @@ sinks' micro-batches, recorded with their commits).
 
 from __future__ import annotations
 
-from .base import TXN_STATES
 from .catalog import CatalogMixin
 from .leases import LeasesMixin
 from .sinks import SinksMixin
 from .snapshots import SnapshotsMixin
-from .transactions import CONFLICT_CHECKED, OPERATIONS, TransactionsMixin
+from .transactions import TransactionsMixin
 
-__all__ = ["CONFLICT_CHECKED", "OPERATIONS", "TXN_STATES", "Metastore"]
+__all__ = ["Metastore"]
 
 
 class Metastore(CatalogMixin, TransactionsMixin, SinksMixin, LeasesMixin, SnapshotsMixin):

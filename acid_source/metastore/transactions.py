@@ -17,32 +17,24 @@ from typing import TYPE_CHECKING
 from sqlalchemy import and_, exists, insert, or_, select, update
 
 from ..errors import BatchAlreadyCommittedError, ConflictError, InvalidArgumentError, StoreBehindStorageError
-from .base import ABORTED, COMMITTED, OPEN, as_id, as_seconds, chunks, integer_or_none
+from .base import as_id, as_seconds, chunks, integer_or_none
+from .constants import (
+    ABORTED,
+    COMMITTED,
+    CONFLICT_CHECKED,
+    DML_OPERATIONS,
+    INVALIDATES_COMPACTION,
+    NEVER_FAIL_DML,
+    NO_WRITE_ID_ORDER,
+    OPEN,
+    OPERATIONS,
+    REPLACES_ROWS,
+)
 from .schema import tables, txn_components, txn_write_ids, txns
 from .sinks import SINK_REASON, SinksMixin, sink_key
 
 if TYPE_CHECKING:
     from ..layout.ids_on_storage import IdsOnStorage
-
-#: What a commit did; the conflict rules depend on it (DESIGN.md, "Concurrency rules").
-OPERATIONS = ("insert", "insert_overwrite", "update", "delete", "merge", "compaction")
-#: Operations that fail when a data object they touched changed after they started.
-CONFLICT_CHECKED = frozenset({"update", "delete", "merge", "compaction"})
-#: The row-changing operations (DML): their delete events are keyed by ROW__ID.
-DML_OPERATIONS = frozenset({"update", "delete", "merge"})
-#: Commits that never make a DML fail: a compaction keeps every row's ROW__ID, so delete
-#: events planned before it still find their rows after it.
-NEVER_FAIL_DML = frozenset({"compaction"})
-#: In row-level mode, the commits that fail a later DML on the same data object outright.
-REPLACES_ROWS = frozenset({"insert_overwrite"})
-#: The commits after a compaction started that fail it: an overwrite replaced the rows it
-#: compacted, and a second compaction of the same data object would show them twice. Inserts,
-#: updates, deletes and merges never do: their rows and delete events keep their ROW__IDs,
-#: which the compaction's outputs keep too.
-INVALIDATES_COMPACTION = frozenset({"insert_overwrite", "compaction"})
-#: Commits outside the write-id order rule (:meth:`TransactionsMixin._write_id_order_conflict`):
-#: a compaction's base holds every write id below it already.
-NO_WRITE_ID_ORDER = frozenset({"compaction"})
 
 _CONFLICT_REASON = "write conflict on "
 

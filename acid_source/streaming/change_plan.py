@@ -40,7 +40,7 @@ from ..layout.names import is_hidden
 from ..layout.table_dirs import FULL_ACID, INSERT_ONLY, TableLayout, convert_partition_value, discover_layout
 from ..layout.writeids import ValidTxnList, ValidWriteIdList
 from ..maintenance.cleaner import REMOVING_PREFIX
-from ..metastore.catalog import ADOPT
+from ..metastore.constants import ADOPT, DML_OPERATIONS, INSERT_OVERWRITE
 from ..resolve import registered_table
 from ..scan.resolved import nullable
 from ..scan.slicing import dir_slices, original_slices
@@ -48,9 +48,7 @@ from ..scan.splits import FileSlice
 from ..storage import FileEntry, Storage
 from .change_reader import ChangeContext, ChangeSplit, change_schema
 
-#: operations whose commits may hold delete events (UPDATE, DELETE, MERGE)
-DML_OPERATIONS = ("update", "delete", "merge")
-OVERWRITE_OPERATIONS = ("insert_overwrite",)
+OVERWRITE_OPERATIONS = (INSERT_OVERWRITE,)
 _ATTEMPTS = 3  # listings before a write id no directory holds is called missing data
 
 

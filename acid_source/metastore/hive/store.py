@@ -47,6 +47,7 @@ from ...errors import (
 from ...layout.partitions import parse_partition_segment
 from ...layout.writeids import ValidTxnList, ValidWriteIdList
 from ...orc.codecs import canonical_codec
+from ..constants import ABORTED, COMMITTED, COMPACTION, DELETE, INSERT, INSERT_OVERWRITE, MERGE, OPEN, UPDATE
 from ..tableinfo import TABLE_NAME, TableInfo, normalize_location, table_properties, validate_layout
 from .connection import Connection, MetastoreAddress, buffered_transport
 from .convert import (
@@ -64,7 +65,6 @@ from .convert import (
 if TYPE_CHECKING:
     from ...layout.ids_on_storage import IdsOnStorage
 
-OPEN, COMMITTED, ABORTED = "open", "committed", "aborted"
 HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 
 # Hive's lock types (LockType in the thrift IDL; EXCL_WRITE is Hive 4's) and data operations
@@ -77,11 +77,10 @@ ACQUIRED, WAITING = 1, 2
 #: its defaults (hive.txn.xlock.write, hive.txn.xlock.iow): UPDATE / DELETE / MERGE exclude each
 #: other but not inserts. Hive 4 runs its write-set check only for clients that turn these
 #: exclusive write locks off, so they are what keeps two updaters of one table apart.
-LOCKS = {"insert": (SHARED_READ, OP_INSERT), "insert_overwrite": (EXCLUSIVE, OP_INSERT),
-         "update": (EXCL_WRITE, OP_UPDATE), "delete": (EXCL_WRITE, OP_DELETE),
-         "merge": (EXCL_WRITE, OP_UPDATE)}
+LOCKS = {INSERT: (SHARED_READ, OP_INSERT), INSERT_OVERWRITE: (EXCLUSIVE, OP_INSERT),
+         UPDATE: (EXCL_WRITE, OP_UPDATE), DELETE: (EXCL_WRITE, OP_DELETE), MERGE: (EXCL_WRITE, OP_UPDATE)}
 #: Operations whose partitions enter Hive's write set (TXN_COMPONENTS of type update / delete).
-WRITE_SET = {"update": OP_UPDATE, "delete": OP_DELETE, "merge": OP_UPDATE}
+WRITE_SET = {UPDATE: OP_UPDATE, DELETE: OP_DELETE, MERGE: OP_UPDATE}
 
 
 class HiveMetastore:
@@ -611,7 +610,7 @@ class HiveMetastore:
             parts = sorted({p.strip("/") for p in partitions})
             hms = self._hms_table(name)
             info = self._info(hms)
-            if info.partition_columns and op != "compaction":
+            if info.partition_columns and op != COMPACTION:
                 self._add_partitions(info, hms, [p for p in parts if p])
             if op in WRITE_SET and info.partition_columns:  # unpartitioned: the lock component is the entry
                 db, table = split_name(name)
