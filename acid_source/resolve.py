@@ -32,8 +32,8 @@ from .layout.table_dirs import (
 )
 from .layout.writeids import ValidTxnList, ValidWriteIdList
 from .metastore import Metastore, connect
-from .metastore.engine import check_shareable, named_url, sqlite_store_missing
 from .metastore.tableinfo import TableInfo
+from .metastore.urls import check_shareable, named_url, sqlite_store_missing
 from .options import ReadSpec
 from .scan.discovery import detect_table_kind
 from .scan.resolved import ResolvedTable, SnapshotSpec

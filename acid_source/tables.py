@@ -13,7 +13,7 @@ from .layout.names import parse_dir_name
 from .layout.table_dirs import INSERT_ONLY, TableLayout, discover_layout, has_acid_layout
 from .layout.writeids import ValidTxnList, ValidWriteIdList
 from .metastore import Metastore, connect
-from .metastore.catalog import AdoptedHistory
+from .metastore.records import AdoptedHistory
 from .metastore.tableinfo import TableInfo, normalize_location
 from .scan.discovery import detect_table_kind
 from .storage import Storage, option_pairs

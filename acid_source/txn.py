@@ -35,7 +35,7 @@ from .storage import Storage
 if TYPE_CHECKING:
     from .layout.table_dirs import TableLayout
     from .metastore import Metastore
-    from .metastore.transactions import Recheck
+    from .metastore.records import Recheck
 
 OPEN, COMMITTED, ABORTED = "open", "committed", "aborted"
 
@@ -126,7 +126,7 @@ class Transaction:
         an abort would remove the other transactions' rows with it (an aborted transaction's
         rows stay in the shared files, invisible)."""
         from .errors import InvalidArgumentError
-        from .metastore.base import as_id
+        from .metastore.arguments import as_id
 
         txn = cls(metastore, as_id(txn_id, "txn_id"), description=description)
         if table_id is not None or storage is not None or write_id is not None:

@@ -12,8 +12,8 @@ from .layout.names import is_hidden, parse_dir_name
 from .layout.partitions import parse_partition_segment
 from .layout.table_dirs import convert_partition_value, discover_layout, infer_partition_type
 from .metastore import Metastore, connect
-from .metastore.engine import check_shareable
 from .metastore.tableinfo import TableInfo
+from .metastore.urls import check_shareable
 from .options import WriteSpec
 from .orc.codecs import canonical_codec
 from .scan.resolved import nullable

@@ -23,7 +23,7 @@ from acid_source.errors import MetastoreError, StoreBehindStorageError
 from acid_source.maintenance.aborted import clean_aborted_writes
 from acid_source.maintenance.cleaner import vacuum
 from acid_source.metastore import Metastore
-from acid_source.metastore.schema import metadata
+from acid_source.metastore.sql.schema import metadata
 from acid_source.table import AcidTable
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])
@@ -308,7 +308,7 @@ def test_adopt_refuses_compaction_outputs_whose_transaction_is_not_committed(tmp
     """A store restored while a compaction ran records its transaction as open (then aborted);
     every reader would ignore that compaction's output, whose inputs the cleaner may have
     removed: adopting such a history into that store is refused, into a new store it works."""
-    from acid_source.metastore.schema import txns
+    from acid_source.metastore.sql.schema import txns
 
     path = str(tmp_path / "t")
     create_table(path, SCHEMA, metastore_url=sqlite_url)

@@ -12,7 +12,7 @@ import pytest
 from acid_source import create_table
 from acid_source.errors import ConflictError, MetastoreError, TransactionStateError
 from acid_source.metastore import Metastore
-from acid_source.metastore.transactions import Recheck
+from acid_source.metastore.records import Recheck
 from acid_source.storage import Storage
 from acid_source.table import AcidTable
 from acid_source.txn import Transaction, TransactionRef

@@ -12,11 +12,10 @@ import pyarrow as pa
 
 from ..errors import InvalidArgumentError, InvalidOptionError, SchemaError
 from ..layout.bucketing import field_hashes
-from ..orc.codecs import CODECS, canonical_codec, hive_codec_name
+from ..orc.codecs import canonical_codec, hive_codec_name
 from ..orc.column_types import unsupported_type
 from ..orc.files import wall_clock_type
 
-COMPRESSIONS = CODECS
 BUCKETING_VERSIONS = (1, 2)
 
 
@@ -39,14 +38,6 @@ class TableInfo:
     created_at: float = 0.0
 
     @property
-    def is_partitioned(self) -> bool:
-        return bool(self.partition_columns)
-
-    @property
-    def is_bucketed(self) -> bool:
-        return self.num_buckets > 0
-
-    @property
     def data_columns(self) -> tuple[str, ...]:
         parts = set(self.partition_columns)
         return tuple(n for n in self.schema.names if n not in parts)
@@ -56,7 +47,6 @@ class TableInfo:
         """The columns as a read returns them: data columns, then the partition columns (Hive's
         order, wherever the DDL named them)."""
         return pa.schema([self.schema.field(n) for n in self.data_columns + tuple(self.partition_columns)])
-
 
 
 def normalize_location(location: str | os.PathLike) -> str:
@@ -166,9 +156,6 @@ def _check_bucket_column(column: pa.Field, bucketing_version: int) -> None:
     except (TypeError, ValueError, NotImplementedError) as exc:
         raise SchemaError(f"bucket column {column.name!r} of type {column.type} cannot be hashed by Hive's "
                           f"bucketing hash: {exc}", column=column.name) from None
-
-
-RESERVED_PROPERTIES = ("transactional", "transactional_properties", "bucketing_version", "orc.compress")
 
 
 def table_properties(insert_only: bool, compression: str, bucketing_version: int,

@@ -106,7 +106,7 @@ def hand_store_to_workers(spark, url: str) -> None:
     :class:`~acid_source.errors.MetastoreError` asking for the variable before the first session.
     """
     from ..errors import MetastoreError
-    from ..metastore.engine import display_url, parse_url
+    from ..metastore.urls import display_url, parse_url
 
     name = settings.METASTORE_URL.name
     try:

@@ -37,7 +37,7 @@ from ..expressions.statements import (
     source_query,
     statement_target,
 )
-from ..metastore.engine import url_for_workers
+from ..metastore.urls import url_for_workers
 from ..options import storage_options_from
 from ..resolve import open_store
 from .datasource import SOURCE_NAME

@@ -82,7 +82,7 @@ class SparkAcidTable(AcidTable):
         """The table's latest snapshot as a Spark DataFrame (a new one each call: a DataFrame
         keeps the snapshot it was planned with). Files that need no ACID merge are read by
         Spark's own ORC reader (:func:`acid_source.read`)."""
-        from ..metastore.engine import url_for_workers
+        from ..metastore.urls import url_for_workers
         from ..options import spark_storage_options
         from .native_read import read
 

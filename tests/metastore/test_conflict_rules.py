@@ -24,7 +24,7 @@ from lossy_connections import LOCKED, commit_error, lossy_commits
 
 from acid_source.errors import ConflictError, InvalidArgumentError
 from acid_source.metastore import OPERATIONS, Metastore
-from acid_source.metastore.transactions import Recheck
+from acid_source.metastore.records import Recheck
 
 SCHEMA = pa.schema([("id", pa.int64()), ("ds", pa.string())])
 DML = ("update", "delete", "merge")

@@ -15,7 +15,7 @@ import pytest
 
 from acid_source import create_table
 from acid_source.errors import MetastoreError, MetastoreNotFoundError
-from acid_source.metastore.engine import url_for_workers
+from acid_source.metastore.urls import url_for_workers
 from acid_source.table import AcidTable
 
 # the scenario: a table with one committed row, then a writer that writes its files and

@@ -9,8 +9,9 @@ import pyarrow as pa
 import pytest
 
 from acid_source.errors import InvalidOptionError
-from acid_source.metastore.hive.connection import MetastoreAddress, is_thrift_url
+from acid_source.metastore.hive.connection import MetastoreAddress
 from acid_source.metastore.hive.convert import arrow_type, bitset_members, hive_type, valid_txns, valid_write_ids
+from acid_source.metastore.urls import is_thrift_url
 
 
 def java_bitset(*bits: int) -> bytes:

@@ -181,7 +181,7 @@ def test_insert_only_bucketed_table_properties(ms, tmp_path):
     t = ms.create_table(tmp_path / "mm", SCHEMA, bucket_columns=["id"], num_buckets=8, insert_only=True,
                         compression="SNAPPY", bucketing_version=1, properties={"no_auto_compaction": "true"})
     got = ms.get_table(tmp_path / "mm")
-    assert got == t and got.is_bucketed and got.num_buckets == 8 and got.bucket_columns == ("id",)
+    assert got == t and got.num_buckets == 8 and got.bucket_columns == ("id",)
     assert got.insert_only and got.compression == "snappy" and got.bucketing_version == 1
     assert got.properties == {"transactional": "true", "transactional_properties": "insert_only",
                               "bucketing_version": "1", "orc.compress": "SNAPPY", "no_auto_compaction": "true"}

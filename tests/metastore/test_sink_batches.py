@@ -25,7 +25,7 @@ from acid_source.errors import (
     UnsupportedOperationError,
 )
 from acid_source.metastore import Metastore, connect
-from acid_source.metastore.schema import sink_batches
+from acid_source.metastore.sql.schema import sink_batches
 from acid_source.table import AcidTable
 
 HERE = Path(__file__).parent

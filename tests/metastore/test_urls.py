@@ -10,7 +10,7 @@ import pytest
 
 from acid_source.errors import MetastoreError, MetastoreNotFoundError
 from acid_source.metastore import Metastore, check_shareable
-from acid_source.metastore.engine import sqlite_store_missing
+from acid_source.metastore.urls import sqlite_store_missing
 
 SCHEMA = pa.schema([("id", pa.int64())])
 

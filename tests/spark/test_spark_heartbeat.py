@@ -69,7 +69,7 @@ def test_a_write_with_a_slow_upstream_stage_is_not_expired(spark, tmp_path):
 def _open_txns(store):
     import sqlalchemy as sa
 
-    from acid_source.metastore.schema import txns
+    from acid_source.metastore.sql.schema import txns
 
     with store._get_engine().connect() as conn:
         return [dict(r._mapping) for r in conn.execute(sa.select(txns).where(txns.c.state == "open"))]

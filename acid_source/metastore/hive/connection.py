@@ -22,17 +22,12 @@ from typing import Any, Callable
 from urllib.parse import parse_qsl, urlsplit
 
 from ...errors import InvalidOptionError, MetastoreUnreachableError
+from ..urls import THRIFT_SCHEME as SCHEME
 
-SCHEME = "thrift"
 DEFAULT_PORT = 9083
 DEFAULT_TIMEOUT = 60.0
 DEFAULT_LOCK_TIMEOUT = 300.0
 _SETTINGS = {"timeout": "timeout", "lockTimeout": "lock_timeout"}
-
-
-def is_thrift_url(url: object) -> bool:
-    """Whether a store URL names a Hive Metastore."""
-    return isinstance(url, str) and url.strip().lower().startswith(f"{SCHEME}://")
 
 
 @dataclass(frozen=True)

@@ -137,3 +137,8 @@ def _render(tree: tuple) -> str:
     if kind == "void":
         raise ValueError("a column of Arrow type null has no Hive type; give it a real type")
     return kind
+
+
+def hms_location(location: str) -> str:
+    """A location as the HMS and Hive's FileSystem expect it: local paths as ``file:`` URLs."""
+    return location if "://" in location else f"file:{location}"

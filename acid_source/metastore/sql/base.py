@@ -1,28 +1,27 @@
-"""The database plumbing every part of the transaction store shares: the engine (one per
-process), running a function in one database transaction with retries, the schema check, and
-small row helpers.
+"""The database plumbing every part of the SQL store shares: the engine (one per process),
+running a function in one database transaction with retries, the schema check, tables added
+after the schema's version, and small row helpers.
 
-The store's jobs (catalog, transactions, snapshots, and later leases, compaction queues,
-stream offsets) are mixins over :class:`StoreBase`; each runs its SQL through :meth:`_run`
-and may use the helpers here. A new job is a new module with one mixin class (plus its tables
-in ``schema.py``), added to the bases of :class:`~acid_source.metastore.store.Metastore`.
+The store's jobs (catalog, transactions, snapshots, leases, sinks) are mixins over
+:class:`StoreBase`; each runs its SQL through :meth:`_run` and may use the helpers here. A new
+job is a new module with one mixin class (plus its tables in ``schema.py``), added to the bases
+of :class:`~acid_source.metastore.sql.store.Metastore`.
 """
 
 from __future__ import annotations
 
-import math
-import operator
 import os
 import random
 import threading
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy import insert, select, update
 
-from ..errors import (
+from ...errors import (
     AcidError,
     InvalidArgumentError,
     MetastoreError,
@@ -30,9 +29,13 @@ from ..errors import (
     TableNotRegisteredError,
     TransactionStateError,
 )
+from ..arguments import as_seconds
+from ..constants import ABORTED, OPEN
+from ..urls import display_url, is_memory, is_sqlite, parse_url, sqlite_file
 from . import engine as _engine
-from .constants import ABORTED, OPEN
 from .schema import SCHEMA_VERSION, SEQUENCES, meta, metadata, sequences, tables, txns
+
+_Store = TypeVar("_Store", bound="StoreBase")
 
 _BACKOFF_START = 0.02
 _BACKOFF_MAX = 1.0
@@ -63,33 +66,6 @@ def _shared_engine(key: tuple[str, float], make: Callable[[], sa.Engine]) -> sa.
         return engine
 
 
-def integer_or_none(value) -> int | None:
-    """``value`` as an int if it is an integer (numpy's too; not a bool), else None."""
-    if isinstance(value, bool):
-        return None
-    try:
-        return operator.index(value)
-    except TypeError:
-        return None
-
-
-def as_id(value, what: str) -> int:
-    """An integer id argument (bools and floats are refused, numpy integers accepted)."""
-    if isinstance(value, bool):
-        raise InvalidArgumentError(what, f"expected an integer id, got {value!r}")
-    try:
-        return operator.index(value)
-    except TypeError:
-        raise InvalidArgumentError(what, f"expected an integer id, got {value!r}") from None
-
-
-def as_seconds(value, what: str) -> float:
-    """A finite, non-negative number of seconds."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-        raise InvalidArgumentError(what, f"expected a number of seconds >= 0, got {value!r}")
-    return float(value)
-
-
 def chunks(items: list, size: int = _IN_CHUNK) -> Iterable[list]:
     for i in range(0, len(items), size):
         yield items[i:i + size]
@@ -104,7 +80,7 @@ class StoreBase:
 
     def __init__(self, url: str | os.PathLike | None = None, *, clock: Callable[[], float] = time.time,
                  busy_timeout: float = 30.0, retry_attempts: int = 8, create: bool = True):
-        self._url = _engine.parse_url(url)
+        self._url = parse_url(url)
         if not callable(clock):
             raise InvalidArgumentError("clock", f"must be a callable returning epoch seconds, got {clock!r}")
         busy_timeout = as_seconds(busy_timeout, "busy_timeout")
@@ -121,6 +97,7 @@ class StoreBase:
         self._engine: sa.Engine | None = None
         self._engine_pid: int | None = None
         self._lock = threading.Lock()
+        self._tables_ready: dict[str, sa.Engine] = {}  # table name -> the engine it was made sure of on
 
     def __getstate__(self) -> dict:
         return {
@@ -132,7 +109,7 @@ class StoreBase:
         }
 
     def __setstate__(self, state: dict) -> None:
-        self._url = _engine.parse_url(state["url"])
+        self._url = parse_url(state["url"])
         self.clock = state["clock"]
         self.busy_timeout = state["busy_timeout"]
         self.retry_attempts = state["retry_attempts"]
@@ -145,7 +122,7 @@ class StoreBase:
     @property
     def url(self) -> str:
         """The database URL, password hidden."""
-        return _engine.display_url(self._url)
+        return display_url(self._url)
 
     @property
     def has_password(self) -> bool:
@@ -173,16 +150,26 @@ class StoreBase:
     def __exit__(self, *exc) -> None:
         self.close()
 
+    @classmethod
+    def existing(cls: type[_Store], url: str | os.PathLike | None = None, **kwargs) -> _Store:
+        """A store that must exist already, for readers: a missing SQLite file, an in-memory
+        database or a database without acidorc's tables raises
+        :class:`~acid_source.errors.MetastoreNotFoundError` (a SQLite file is checked now,
+        other databases on first use) instead of creating an empty store."""
+        store = cls(url, create=False, **kwargs)
+        store._require_existing_file()
+        return store
+
     def _require_existing_file(self) -> None:
         """For a store opened with ``create=False``: refuse an in-memory or missing SQLite file
         before SQLite would create an empty one."""
-        if not _engine.is_sqlite(self._url):
+        if not is_sqlite(self._url):
             return
-        if _engine.is_memory(self._url):
+        if is_memory(self._url):
             raise MetastoreNotFoundError(
                 f"metastore {self.url} is an in-memory database: it is empty and private to one "
                 "process, so there is no existing store to open", url=self.url)
-        path = _engine.sqlite_file(self._url)
+        path = sqlite_file(self._url)
         if path is not None and not Path(path).exists():
             raise MetastoreNotFoundError(
                 f"metastore {self.url} does not exist (no file {path}); it is created by the first "
@@ -204,7 +191,7 @@ class StoreBase:
             if self._engine is None:
                 if not self.create:
                     self._require_existing_file()
-                shared = not _engine.is_sqlite(self._url)
+                shared = not is_sqlite(self._url)
                 if shared:
                     key = (self._url.render_as_string(hide_password=False), self.busy_timeout)
                     engine = _shared_engine(key, self._new_engine)
@@ -244,6 +231,30 @@ class StoreBase:
             raise MetastoreError(f"cannot open metastore {self.url}: {exc}", url=self.url) from None
 
     # --- running database transactions -----------------------------------------------------
+    def _run_with(self, table: sa.Table, label: str, fn, *, write: bool, what: str):
+        """``fn(conn)`` as :meth:`_run`, with ``table`` made sure of first (once per engine): a
+        store created before that table existed gets it on first use (no schema version
+        change: nothing else depends on it). ``label`` names it in errors."""
+        engine = self._get_engine()
+        if self._tables_ready.get(table.name) is not engine:
+            self._create_table_once(engine, table, label)
+            self._tables_ready[table.name] = engine
+        return self._run_on(engine, fn, write=write, what=what)
+
+    def _create_table_once(self, engine: sa.Engine, table: sa.Table, label: str) -> None:
+        def present(conn) -> bool:
+            return sa.inspect(conn).has_table(table.name)
+
+        if self._run_on(engine, present, write=False, what=f"look for the {label} table"):
+            return
+        try:
+            self._run_on(engine, lambda conn: table.create(conn, checkfirst=True), write=True,
+                         what=f"create the {label} table")
+        except MetastoreError:
+            # another process created it between our look and our CREATE (server databases)
+            if not self._run_on(engine, present, write=False, what=f"look for the {label} table"):
+                raise
+
     def _run(self, fn, *, write: bool, what: str):
         """``fn(conn)`` inside one database transaction (see :meth:`_run_on`)."""
         return self._run_on(self._get_engine(), fn, write=write, what=what)

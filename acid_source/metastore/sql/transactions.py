@@ -1,4 +1,5 @@
-"""Transactions: open, write ids, heartbeat, commit (with the conflict rules), abort, expiry.
+"""The SQL store's transactions: open, write ids, heartbeat, commit (with the conflict rules),
+abort, expiry.
 
 Every call here is safe to run again after a COMMIT whose answer was lost (``_run`` re-runs a
 call after a lost connection or a lock error): a re-run recognises the work its earlier
@@ -16,9 +17,9 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import and_, exists, insert, or_, select, update
 
-from ..errors import BatchAlreadyCommittedError, ConflictError, InvalidArgumentError, StoreBehindStorageError
-from .base import as_id, as_seconds, chunks, integer_or_none
-from .constants import (
+from ...errors import BatchAlreadyCommittedError, ConflictError, InvalidArgumentError, StoreBehindStorageError
+from ..arguments import as_id, as_seconds, batch_size, sink_key
+from ..constants import (
     ABORTED,
     COMMITTED,
     CONFLICT_CHECKED,
@@ -30,24 +31,26 @@ from .constants import (
     OPERATIONS,
     REPLACES_ROWS,
 )
+from ..records import Recheck
+from .base import chunks
 from .schema import tables, txn_components, txn_write_ids, txns
-from .sinks import SINK_REASON, SinksMixin, sink_key
+from .sinks import SINK_REASON, SinksMixin
 
 if TYPE_CHECKING:
-    from ..layout.ids_on_storage import IdsOnStorage
+    from ...layout.ids_on_storage import IdsOnStorage
 
 _CONFLICT_REASON = "write conflict on "
 
 
 @dataclass(frozen=True)
-class Recheck:
-    """A row-level commit refused, not aborted: DML commits on its data objects arrived after
-    the commit sequence number its rows were checked through. Check ``commits`` (as
-    :meth:`TransactionsMixin.commits_since` lists them), then commit again with
-    ``checked_through=through_seq``."""
+class _CommitRequest:
+    """One call of :meth:`TransactionsMixin.commit`, its arguments checked."""
 
-    through_seq: int
-    commits: list[dict]
+    txn_id: int
+    operation: str
+    objects: dict[int, list[str]]  # table id -> data objects touched
+    checked_through: int | None  # the row-level rule's commit sequence number
+    mark: tuple[str, int] | None  # (sink id, batch id) of a streaming sink's micro-batch
 
 
 class _Refused(Exception):
@@ -92,12 +95,17 @@ def _bump_write_ids(conn, table_id: int, n: int) -> int:
     return conn.execute(select(tables.c.write_id_hwm).where(tables.c.table_id == table_id)).scalar_one()
 
 
-def batch_size(count) -> int:
-    """The number of transactions of a batch: an integer >= 1."""
-    n = integer_or_none(count)
-    if n is None or n < 1:
-        raise InvalidArgumentError("count", f"a transaction batch opens an integer >= 1 of transactions, got {count!r}")
-    return n
+def _commit_kind(operation: str, checked_through: int | None) -> tuple[str, int | None]:
+    """The operation a commit names, and the row-level rule's sequence number if it asks for it."""
+    op_name = str(operation).strip().lower()
+    if op_name not in OPERATIONS:
+        raise InvalidArgumentError("operation", f"expected one of {', '.join(OPERATIONS)}, got {operation!r}")
+    if checked_through is None:
+        return op_name, None
+    if op_name not in DML_OPERATIONS:
+        raise InvalidArgumentError("checked_through", f"the row-level rule applies to "
+                                   f"{', '.join(sorted(DML_OPERATIONS))}, not to {op_name}")
+    return op_name, as_id(checked_through, "checked_through")
 
 
 class TransactionsMixin(SinksMixin):
@@ -214,6 +222,11 @@ class TransactionsMixin(SinksMixin):
             return set()
         return self._run(op, write=True, what=f"heartbeat {len(ids)} transactions")
 
+    def txn_timeout_seconds(self) -> float | None:
+        """None: this store times out no transaction by itself (:meth:`abort_expired` does, when
+        a clean-up asks), so the heartbeat keeps its own interval."""
+        return None
+
     def lock(self, txn_id: int, table_id: int, operation: str) -> None:
         """Nothing: this store takes no locks and decides conflicts at commit (DESIGN.md,
         "Concurrency rules"). A Hive Metastore takes Hive's locks here."""
@@ -292,66 +305,75 @@ class TransactionsMixin(SinksMixin):
         that committed it. The transaction writes one table (the mark names it).
         """
         txn_id = as_id(txn_id, "txn_id")
-        op_name = str(operation).strip().lower()
-        if op_name not in OPERATIONS:
-            raise InvalidArgumentError("operation", f"expected one of {', '.join(OPERATIONS)}, got {operation!r}")
-        if checked_through is not None:
-            if op_name not in DML_OPERATIONS:
-                raise InvalidArgumentError("checked_through", f"the row-level rule applies to "
-                                           f"{', '.join(sorted(DML_OPERATIONS))}, not to {op_name}")
-            checked_through = as_id(checked_through, "checked_through")
-        objects = _touched_objects(touched)
-        mark = None if sink is None else sink_key(sink)
-        attempts = 0
+        op_name, checked_through = _commit_kind(operation, checked_through)
+        request = _CommitRequest(txn_id, op_name, _touched_objects(touched), checked_through,
+                                 None if sink is None else sink_key(sink))
+        attempts = [0]
 
         def op(conn):
-            nonlocal attempts
-            attempts += 1
-            if attempts > 1:
-                row = self._txn_row(conn, txn_id, lock=False)
-                if row.state != OPEN:  # final: an earlier attempt may have finished the work
-                    return self._earlier_outcome(conn, row, op_name, objects, checked_through, mark)
-            row = self._txn_row(conn, txn_id)  # locked: nobody else ends it meanwhile
-            self._require_open(row, "commit")
-            locations = {tid: self._table_row(conn, tid).location for tid in objects}
-            # On server databases this row lock serializes commits store-wide, so the conflict
-            # check below sees every commit that precedes ours. It is held until our COMMIT, so
-            # what needs no ordering (the two reads above) comes before it; always after our
-            # own transaction's row lock, never before (one lock order: no deadlock).
-            seq = self._next(conn, "commit_seq")
-            now = self.clock()
-            if mark is not None:  # after the commit lock: a racing commit of the batch is seen
-                sink_table = self._sink_table(conn, txn_id, objects)
-                refused = self._batch_committed(conn, txn_id, mark)
-                if refused is not None:
-                    self._set_aborted(conn, [txn_id], now, f"{SINK_REASON}{refused}")
-                    return refused
-            conflict = self._conflict(conn, row, op_name, objects, locations, checked_through)
-            if conflict is not None:
-                reason, error = conflict
-                self._set_aborted(conn, [txn_id], now, reason)
-                return error
-            if checked_through is not None:  # a DML under the row-level rule
-                newer = self._commits_touching(conn, objects, max(row.start_seq, checked_through), DML_OPERATIONS)
-                if newer:  # rolls this database transaction back: nothing changes
-                    raise _Refused(Recheck(seq - 1, newer))
-            conn.execute(update(txns).where(txns.c.txn_id == txn_id).values(
-                state=COMMITTED, commit_seq=seq, ended_at=now, operation=op_name))
-            rows = [{"txn_id": txn_id, "table_id": tid, "partition_path": p} for tid, ps in objects.items() for p in ps]
-            for chunk in chunks(rows):
-                conn.execute(insert(txn_components), chunk)
-            if mark is not None:
-                self._record_sink_batch(conn, *mark, txn_id, sink_table, now)
-            return None
+            attempts[0] += 1
+            return self._commit_once(conn, request, again=attempts[0] > 1)
 
-        engine = self._get_engine() if mark is None else self._sinks_engine()
+        what = f"commit transaction {txn_id}"
         try:
-            conflict = self._run_on(engine, op, write=True, what=f"commit transaction {txn_id}")
+            if request.mark is None:
+                conflict = self._run(op, write=True, what=what)
+            else:
+                conflict = self._run_sinks(op, write=True, what=what)
         except _Refused as refused:
             return refused.recheck
         if conflict is not None:
             raise conflict  # only now: the abort is durable
         return None
+
+    def _commit_once(self, conn, req: _CommitRequest, *, again: bool) -> ConflictError | None:
+        """One attempt of :meth:`commit` in its database transaction: the error to raise once
+        the transaction (an abort) is durable, or None when it committed. ``again``: a re-run
+        after an attempt whose outcome was lost."""
+        if again:
+            row = self._txn_row(conn, req.txn_id, lock=False)
+            if row.state != OPEN:  # final: an earlier attempt may have finished the work
+                return self._earlier_outcome(conn, row, req.operation, req.objects, req.checked_through, req.mark)
+        row = self._txn_row(conn, req.txn_id)  # locked: nobody else ends it meanwhile
+        self._require_open(row, "commit")
+        locations = {tid: self._table_row(conn, tid).location for tid in req.objects}
+        # On server databases this row lock serializes commits store-wide, so the conflict
+        # check below sees every commit that precedes ours. It is held until our COMMIT, so
+        # what needs no ordering (the two reads above) comes before it; always after our
+        # own transaction's row lock, never before (one lock order: no deadlock).
+        seq = self._next(conn, "commit_seq")
+        now = self.clock()
+        sink_table = None
+        if req.mark is not None:  # after the commit lock: a racing commit of the batch is seen
+            sink_table = self._sink_table(conn, req.txn_id, req.objects)
+            refused = self._batch_committed(conn, req.txn_id, req.mark)
+            if refused is not None:
+                self._set_aborted(conn, [req.txn_id], now, f"{SINK_REASON}{refused}")
+                return refused
+        conflict = self._conflict(conn, row, req.operation, req.objects, locations, req.checked_through)
+        if conflict is not None:
+            reason, error = conflict
+            self._set_aborted(conn, [req.txn_id], now, reason)
+            return error
+        if req.checked_through is not None:  # a DML under the row-level rule
+            after = max(row.start_seq, req.checked_through)
+            newer = self._commits_touching(conn, req.objects, after, DML_OPERATIONS)
+            if newer:  # rolls this database transaction back: nothing changes
+                raise _Refused(Recheck(seq - 1, newer))
+        self._record_commit(conn, req, seq, now, sink_table)
+        return None
+
+    def _record_commit(self, conn, req: _CommitRequest, seq: int, now: float, sink_table: int | None) -> None:
+        """Mark the transaction committed as number ``seq``, with what it touched (and its batch)."""
+        conn.execute(update(txns).where(txns.c.txn_id == req.txn_id).values(
+            state=COMMITTED, commit_seq=seq, ended_at=now, operation=req.operation))
+        rows = [{"txn_id": req.txn_id, "table_id": tid, "partition_path": p}
+                for tid, ps in req.objects.items() for p in ps]
+        for chunk in chunks(rows):
+            conn.execute(insert(txn_components), chunk)
+        if req.mark is not None:
+            assert sink_table is not None  # found with the mark, before the conflict checks
+            self._record_sink_batch(conn, *req.mark, req.txn_id, sink_table, now)
 
     def _batch_committed(self, conn, txn_id: int, mark: tuple[str, int]) -> BatchAlreadyCommittedError | None:
         """The error for a commit of ``mark`` (sink, batch) that another transaction committed."""

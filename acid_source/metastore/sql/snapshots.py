@@ -1,4 +1,4 @@
-"""Snapshots: which write ids and transactions a reader may see, now or as of a past commit,
+"""The SQL store's snapshots: which write ids and transactions a reader may see, now or as of a past commit,
 and the table's commit history.
 
 A snapshot is a pair (:class:`ValidWriteIdList` of the table, :class:`ValidTxnList`): the
@@ -14,13 +14,13 @@ from datetime import datetime, timezone
 
 from sqlalchemy import and_, func, or_, select
 
-from ..errors import InvalidArgumentError, VersionNotFoundError
-from ..layout.writeids import LONG_MAX, ValidTxnList, ValidWriteIdList
-from .base import StoreBase, as_id, chunks
-from .constants import ABORTED, COMMITTED, OPEN, TXN_STATES
+from ...errors import InvalidArgumentError, VersionNotFoundError
+from ...layout.writeids import LONG_MAX, ValidTxnList, ValidWriteIdList
+from ..arguments import as_id
+from ..constants import ABORTED, COMMITTED, OPEN, TXN_STATES
+from ..records import Snapshot
+from .base import StoreBase, chunks
 from .schema import txn_components, txn_write_ids, txns
-
-Snapshot = tuple[ValidWriteIdList, ValidTxnList]
 
 
 def _utc(epoch: float) -> str:
@@ -175,6 +175,19 @@ class SnapshotsMixin(StoreBase):
                 table_id=table_id, timestamp=timestamp, earliest_commit_time=earliest)
 
         return self._run(op, write=False, what=f"find the version of table {table_id} at a time")
+
+    def latest_version(self, table_id: int, write_ids: ValidWriteIdList) -> int:
+        """The write id of the table's last commit that holds one (0: none yet), from the
+        history: compactions are history entries without a write id, they change files, not the
+        table's version. (``write_ids`` is the snapshot read; this store needs no more.)"""
+        for limit in (4, None):
+            entries = self.history(table_id, limit=limit)
+            for entry in entries:
+                if entry["write_id"] is not None:
+                    return entry["write_id"]
+            if limit is not None and len(entries) < limit:
+                break
+        return 0
 
     # --- records -------------------------------------------------------------------------
     def write_ids_of(self, table_id: int, state: str) -> list[int]:

@@ -1,4 +1,4 @@
-"""The catalog: which tables exist, where they live and how they are laid out."""
+"""The SQL store's catalog: which tables exist, where they live and how they are laid out."""
 
 from __future__ import annotations
 
@@ -6,22 +6,21 @@ import json
 import os
 import socket
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 
 import pyarrow as pa
 from sqlalchemy import and_, delete, insert, or_, select, update
 
-from ..errors import (
+from ...errors import (
     InvalidArgumentError,
     StoreBehindStorageError,
     TableExistsError,
     TableNotRegisteredError,
     TransactionStateError,
 )
-from .base import StoreBase, as_id, chunks
-from .constants import ADOPT, COMMITTED, OPEN
-from .schema import sequences, tables, txn_components, txn_write_ids, txns
-from .tableinfo import (
+from ..arguments import as_id
+from ..constants import ADOPT, COMMITTED, OPEN
+from ..records import AdoptedHistory
+from ..tableinfo import (
     TableInfo,
     deserialize_schema,
     normalize_location,
@@ -30,25 +29,8 @@ from .tableinfo import (
     table_properties,
     validate_layout,
 )
-
-
-@dataclass(frozen=True)
-class AdoptedHistory:
-    """The history found on storage that ``create_table(..., adopt=True)`` registers: the
-    highest write id any directory holds, the transaction ids of the compaction outputs
-    (``_vT``), and the data objects holding that highest write id.
-
-    The table starts with that write id as its high-water mark and one committed ``adopt``
-    transaction holding it, so every write id on storage reads as committed (as a table the
-    store does not know is read), the history shows one entry, ``versionAsOf`` that write id
-    is the table as adopted, and new writes get higher ids. Transaction ids jump above every
-    ``_vT`` so that those outputs are visible too. Write ids below it have no record of their
-    own: they are no versions to travel to."""
-
-    write_id: int
-    txn_ids: tuple[int, ...] = ()
-    partitions: tuple[str, ...] = ()
-    directories: tuple[tuple[str, int], ...] = ()  # (directory shown, its _vT) for messages
+from .base import StoreBase, chunks
+from .schema import sequences, tables, txn_components, txn_write_ids, txns
 
 
 def table_info(row) -> TableInfo:
@@ -202,6 +184,7 @@ class CatalogMixin(StoreBase):
         return None if row is None else table_info(row)
 
     def list_tables(self) -> list[TableInfo]:
+        """Every registered table, in the order they were created."""
         rows = self._run(lambda conn: conn.execute(select(tables).order_by(tables.c.table_id)).all(),
                          write=False, what="list tables")
         return [table_info(r) for r in rows]

@@ -1,4 +1,4 @@
-"""The transaction store: tables, transactions, write ids and snapshots, in one SQL database.
+"""The SQL transaction store: tables, transactions, write ids and snapshots, in one SQL database.
 
 It is the single source of truth for which write ids are committed. Every state change is one
 database transaction (on SQLite begun with ``BEGIN IMMEDIATE``, so read-modify-write sequences
@@ -14,6 +14,7 @@ sinks' micro-batches, recorded with their commits).
 
 from __future__ import annotations
 
+from ..contract import TransactionStore
 from .catalog import CatalogMixin
 from .leases import LeasesMixin
 from .sinks import SinksMixin
@@ -23,11 +24,11 @@ from .transactions import TransactionsMixin
 __all__ = ["Metastore"]
 
 
-class Metastore(CatalogMixin, TransactionsMixin, SinksMixin, LeasesMixin, SnapshotsMixin):
+class Metastore(CatalogMixin, TransactionsMixin, SinksMixin, LeasesMixin, SnapshotsMixin, TransactionStore):
     """Tables, transactions and write ids in a SQL database (SQLite by default).
 
     ``url`` is any SQLAlchemy URL or an absolute path of a SQLite file; ``None`` means
-    :func:`~acid_source.metastore.engine.default_url`. ``clock`` returns UTC epoch seconds and
+    :func:`~acid_source.metastore.urls.default_url`. ``clock`` returns UTC epoch seconds and
     stamps every time recorded (start, heartbeat, commit); pass a fake one in tests.
     ``busy_timeout`` is how long SQLite waits for another process's write lock per attempt, and
     ``retry_attempts`` bounds how often a call is run again after lock contention or a deadlock.
@@ -37,12 +38,5 @@ class Metastore(CatalogMixin, TransactionsMixin, SinksMixin, LeasesMixin, Snapsh
     be shipped to other processes (Spark pickles data sources, readers and writers).
     """
 
-    @classmethod
-    def existing(cls, url=None, **kwargs) -> Metastore:
-        """A store that must exist already, for readers: a missing SQLite file, an in-memory
-        database or a database without acidorc's tables raises
-        :class:`~acid_source.errors.MetastoreNotFoundError` (a SQLite file is checked now,
-        other databases on first use) instead of creating an empty store."""
-        store = cls(url, create=False, **kwargs)
-        store._require_existing_file()
-        return store
+    #: Every commit is recorded: history, time travel and the change feed read it.
+    keeps_history = True
