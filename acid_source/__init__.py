@@ -39,8 +39,7 @@ from .layout.writeids import ValidTxnList, ValidWriteIdList
 # acid_source.spark.datasource) and must not pay for, or depend on, the transaction store.
 _LAZY = {
     "AcidTable": "table",
-    "AcidScan": "table",
-    "Transaction": "txn",
+    "AcidScan": "scans",
     "clean_aborted_writes": "maintenance.aborted",
     "configure": "spark.session",
     "get_or_create_session": "spark.session",
@@ -55,8 +54,23 @@ _LAZY = {
 }
 
 
+#: names that were public once and are going (each warns; the value says what replaces it)
+_DEPRECATED = {
+    "Transaction": ("txn", "AcidTable.newWrite (a staged write: tasks anywhere, one commit); the transaction "
+                           "class itself is internal, acid_source.txn.Transaction"),
+}
+
+
 def __getattr__(name: str):
     module = _LAZY.get(name)
+    if module is None and name in _DEPRECATED:
+        from .deprecation import warn
+
+        module, instead = _DEPRECATED[name]
+        warn(f"acid_source.{name}", instead)
+        import importlib
+
+        return getattr(importlib.import_module(f".{module}", __name__), name)
     if module is None:
         raise AttributeError(f"module 'acid_source' has no attribute {name!r}")
     import importlib
@@ -72,7 +86,6 @@ def __dir__():
 __all__ = [
     "AcidScan",
     "AcidTable",
-    "Transaction",
     "clean_aborted_writes",
     "create_table",
     "drop_table",

@@ -34,10 +34,13 @@ def _rebuild(cls: type, args: tuple, state: dict) -> AcidError:
 
 
 class InvalidOptionError(AcidError, ValueError):
-    """An option is unknown, malformed or contradicts another one."""
+    """An option (of a Spark read or write, or a setting) is unknown, malformed or contradicts
+    another one. The core names values as arguments; the Spark edge reports an argument of an
+    option's name as that option (:func:`acid_source.spark.options.option_errors`)."""
 
     def __init__(self, option: str, message: str):
         self.option = option
+        self.detail = message
         super().__init__(f"option '{option}': {message}")
 
 
@@ -47,6 +50,7 @@ class InvalidArgumentError(AcidError, ValueError):
 
     def __init__(self, argument: str, message: str):
         self.argument = argument
+        self.detail = message
         super().__init__(f"argument '{argument}': {message}")
 
 

@@ -33,11 +33,9 @@ def heartbeat_interval(metastore=None) -> float:
     out sooner itself (a Hive Metastore with a short ``hive.txn.timeout``: half of it, as Hive's
     own clients beat)."""
     interval = settings.HEARTBEAT_SECONDS.get()
-    store_timeout = getattr(metastore, "txn_timeout_seconds", None)
-    if store_timeout is not None:
-        timeout = store_timeout()
-        if timeout is not None:
-            interval = min(interval, timeout / 2)
+    timeout = None if metastore is None else metastore.txn_timeout_seconds()
+    if timeout is not None:
+        interval = min(interval, timeout / 2)
     return interval
 
 

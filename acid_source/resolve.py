@@ -17,8 +17,10 @@ Which writes count as committed:
 
 from __future__ import annotations
 
+import pyarrow as pa
+
 from .completeness import complete_listing, find_gaps, listed_snapshot, missing_data_error
-from .errors import InvalidOptionError, NotAnAcidTableError, NotEnoughHistoryError, TableNotRegisteredError
+from .errors import InvalidArgumentError, NotAnAcidTableError, NotEnoughHistoryError, TableNotRegisteredError
 from .layout.acid_state import with_serving_compactions
 from .layout.names import is_hidden, parse_dir_name
 from .layout.table_dirs import (
@@ -31,16 +33,16 @@ from .layout.table_dirs import (
     has_acid_layout,
 )
 from .layout.writeids import ValidTxnList, ValidWriteIdList
-from .metastore import Metastore, connect
+from .metastore import Metastore, TransactionStore, connect
 from .metastore.tableinfo import TableInfo
 from .metastore.urls import check_shareable, named_url, sqlite_store_missing
-from .options import ReadSpec
 from .scan.discovery import detect_table_kind
 from .scan.resolved import ResolvedTable, SnapshotSpec
+from .specs import ReadSpec
 from .storage import Storage
 
 
-def open_store(url: str | None) -> Metastore | None:
+def open_store(url: str | None) -> TransactionStore | None:
     """The transaction store a read asks. A reader never creates one. A named store (``url``,
     else ``$ACIDORC_METASTORE_URL``) must exist (MetastoreNotFoundError) and be one other
     processes can see; only the built-in default store, when it does not exist yet, knows no
@@ -54,7 +56,7 @@ def open_store(url: str | None) -> Metastore | None:
     return Metastore(None)
 
 
-def registered_table(location: str, metastore_url: str | None, why: str) -> tuple[Metastore, TableInfo]:
+def registered_table(location: str, metastore_url: str | None, why: str) -> tuple[TransactionStore, TableInfo]:
     """The store and its record of the table at ``location``, for work only a registered table
     allows (writes, DML, compaction, history); :class:`TableNotRegisteredError` otherwise, its
     message ending with ``why``."""
@@ -112,7 +114,7 @@ def _store_snapshot(store, info, snapshot: SnapshotSpec) -> tuple[ValidWriteIdLi
         write_ids, txns = store.snapshot_as_of(info.table_id, version)
     else:
         write_ids, txns = store.snapshot(info.table_id)
-        version = _latest_version(store, info.table_id, write_ids)
+        version = store.latest_version(info.table_id, write_ids)
     if snapshot.write_ids is not None:
         write_ids = _narrowed(snapshot.write_ids, write_ids)
         version = None
@@ -128,7 +130,7 @@ def _resolve_unregistered(store, location: str, storage_options: tuple, snapshot
     for option, value in (("versionAsOf", snapshot.version_as_of), ("timestampAsOf", snapshot.timestamp_as_of)):
         if value is not None:
             where = store.url if store is not None else "the default transaction store (it does not exist yet)"
-            raise InvalidOptionError(option, f"time travel needs the table's commit history, and {location} "
+            raise InvalidArgumentError(option, f"time travel needs the table's commit history, and {location} "
                                              f"is not registered in {where}; a table the store does not "
                                              "know is read with every write id on disk counted as "
                                              "committed (pass validWriteIds to choose a snapshot)")
@@ -138,22 +140,6 @@ def _resolve_unregistered(store, location: str, storage_options: tuple, snapshot
     layout = discover_layout(storage)
     kind = _table_kind(location, None, layout, write_ids, txns, table_type)
     return ResolvedTable(storage, location, layout, write_ids, txns, kind, None, None)
-
-
-def _latest_version(store, table_id: int, write_ids: ValidWriteIdList) -> int:
-    """The newest committed write id (0: none yet). Compactions are history entries without
-    a write id: they change files, not the table's version. A store without a history (a Hive
-    Metastore) says it from the snapshot."""
-    if not getattr(store, "keeps_history", True):
-        return store.latest_version(table_id, write_ids)
-    for limit in (4, None):
-        entries = store.history(table_id, limit=limit)
-        for entry in entries:
-            if entry["write_id"] is not None:
-                return entry["write_id"]
-        if limit is not None and len(entries) < limit:
-            break
-    return 0
 
 
 def _past_snapshot(store, info, layout, write_ids: ValidWriteIdList, txns: ValidTxnList,
@@ -300,11 +286,23 @@ def resolve_read(options: ReadSpec) -> ResolvedTable:
                          table_type=options.table_type)
 
 
-def scan_for(options: ReadSpec, resolved: ResolvedTable | None = None):
-    """The planner for a typed read: resolve (unless done already), then hand the
-    planner only what it needs."""
+def scan_for(options: ReadSpec, read_schema: pa.Schema | None = None, resolved: ResolvedTable | None = None):
+    """The planner for a typed read of ``read_schema`` (None: every column of the table):
+    resolve (unless done already), bind the read's conditions to the columns read (parsed once,
+    here, after the columns asked for are checked), then hand the planner only what it needs."""
+    from .expressions import parse_condition, parse_partition_filter
     from .scan.planner import TableScan
 
-    return TableScan(resolved if resolved is not None else resolve_read(options),
-                     include_row_id=options.include_row_id, max_split_bytes=options.max_split_bytes,
-                     partition_filter=options.partition_filter, row_filter=options.row_filter)
+    scan = TableScan(resolved if resolved is not None else resolve_read(options),
+                     include_row_id=options.include_row_id, max_split_bytes=options.max_split_bytes)
+    if not options.partition_filter and options.row_filter is None:
+        return scan
+    if read_schema is None:
+        read_schema = scan.infer_schema()
+    scan.check_schema(read_schema)
+    if options.partition_filter:
+        partition_columns = [f.name for f in scan.partition_fields(read_schema)]
+        scan.partition_filter = parse_partition_filter(options.partition_filter, read_schema, partition_columns)
+    if options.row_filter is not None:
+        scan.row_filter = parse_condition(options.row_filter, read_schema, argument="rowFilter")
+    return scan

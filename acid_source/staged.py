@@ -14,7 +14,7 @@ and the transaction are imported where the commit or abort runs.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 import pyarrow as pa
 
@@ -51,6 +51,7 @@ class StagedWrite:
         self._check_batches = check_batches
         self._writers: list[TaskWriter] = []  # this process's task writers (aborted with the write)
         self._done = False
+        self._on_commit: Callable[[dict[str, Any]], None] | None = None
 
     # --- what it is ------------------------------------------------------------------------
     @property
@@ -70,6 +71,11 @@ class StagedWrite:
         """The transaction the write runs in (found again from its reference in another
         process)."""
         return self._transaction()
+
+    def on_commit(self, callback: Callable[[dict[str, Any]], None]) -> None:
+        """Call ``callback(metrics)`` in this process once :meth:`commit` has committed (the
+        handle that staged the write learns its new version). Not shipped to other processes."""
+        self._on_commit = callback
 
     # --- the task side -----------------------------------------------------------------------
     def writer(self, taskId: int) -> TaskWriter:
@@ -106,6 +112,8 @@ class StagedWrite:
         with txn:
             self.job.commit(txn, results, sink=sink)
         metrics = write_metrics(self.job.operation, self.writeId, txn.txn_id, results)
+        if self._on_commit is not None:
+            self._on_commit(metrics)
         metrics.update(compact_after_write(self.location, txn.metastore, metrics["partitions"],
                                            storage_options=self._storage_options))
         return metrics
@@ -149,6 +157,7 @@ class StagedWrite:
             ref = txn.ref() if hasattr(txn, "ref") else txn
             state["_txn"] = (ref.txn_id, ref.url, ref.has_secret)
         state["_writers"] = []
+        state["_on_commit"] = None
         return state
 
     def _transaction(self) -> "Transaction":

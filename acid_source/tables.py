@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import pyarrow as pa
 
 from .ddl import parse_ddl_schema, parse_json_schema
+from .deprecation import renamed
 from .errors import InvalidArgumentError, SchemaError, StoreBehindStorageError, TableNotFoundError
 from .layout.ids_on_storage import ids_on_storage
 from .layout.names import parse_dir_name
 from .layout.table_dirs import INSERT_ONLY, TableLayout, discover_layout, has_acid_layout
 from .layout.writeids import ValidTxnList, ValidWriteIdList
-from .metastore import Metastore, connect
+from .metastore import TransactionStore, connect
 from .metastore.records import AdoptedHistory
 from .metastore.tableinfo import TableInfo, normalize_location
 from .scan.discovery import detect_table_kind
@@ -45,16 +48,21 @@ def _location(location) -> str:
     return location
 
 
-def create_table(location: str | os.PathLike, schema, *, name: str | None = None, partition_columns=(),
-                 bucket_columns=(), num_buckets: int = 0, insert_only: bool = False,
-                 compression: str = "zlib", if_not_exists: bool = False, adopt: bool = False,
-                 metastore_url: str | None = None, storage_options=None) -> TableInfo:
-    """Create an empty ACID table at ``location`` and register it in the metastore.
+@renamed(partition_columns="partitionColumns", bucket_columns="bucketColumns", num_buckets="numBuckets",
+         insert_only="insertOnly", if_not_exists="ifNotExists", metastore_url="metastoreUrl",
+         storage_options="storageOptions")
+def create_table(location: str | os.PathLike, schema: Any, *, name: str | None = None,
+                 partitionColumns: Iterable[str] = (), bucketColumns: Iterable[str] = (), numBuckets: int = 0,
+                 insertOnly: bool = False, compression: str = "zlib", ifNotExists: bool = False, adopt: bool = False,
+                 metastoreUrl: str | None = None, storageOptions: Mapping[str, Any] | None = None) -> TableInfo:
+    """Create an empty ACID table at ``location`` and register it in the transaction store;
+    returns the store's record of it (:meth:`AcidTable.create <acid_source.table.AcidTable.create>`
+    takes the same arguments and returns the table).
 
     ``schema``: a pyarrow schema, a Spark DDL string such as ``"id bigint, name string, ds
     date"`` or a Spark ``StructType``; partition columns are among its columns.
-    Full ACID by default; ``insert_only=True`` for an insert-only table. ``compression``:
-    zlib (default), snappy, zstd, lz4 or uncompressed (``none``). ``storage_options``: fsspec
+    Full ACID by default; ``insertOnly=True`` for an insert-only table. ``compression``:
+    zlib (default), snappy, zstd, lz4 or uncompressed (``none``). ``storageOptions``: fsspec
     options for the location (e.g. ``{"key": ..., "secret": ..., "client_kwargs":
     {"endpoint_url": ...}}`` for S3).
 
@@ -74,29 +82,29 @@ def create_table(location: str | os.PathLike, schema, *, name: str | None = None
     is left unchanged.
 
     >>> create_table("/warehouse/sales", "id bigint, amount decimal(10,2), ds date",
-    ...              partition_columns=["ds"], bucket_columns=["id"], num_buckets=4)  # doctest: +SKIP
+    ...              partitionColumns=["ds"], bucketColumns=["id"], numBuckets=4)  # doctest: +SKIP
     """
     location = normalize_location(_location(location))
     arrow_schema = table_schema(schema)
-    for argument, value in (("insert_only", insert_only), ("if_not_exists", if_not_exists), ("adopt", adopt)):
+    for argument, value in (("insertOnly", insertOnly), ("ifNotExists", ifNotExists), ("adopt", adopt)):
         if not isinstance(value, bool):
             raise InvalidArgumentError(argument, f"expected True or False, got {value!r}")
-    storage = Storage(location, option_pairs(storage_options))
-    with connect(metastore_url) as metastore:
+    storage = Storage(location, option_pairs(storageOptions))
+    with connect(metastoreUrl) as metastore:
         existing = metastore.find_table(location)
         wrote_marker, root_existed, adopted = False, True, None
-        if existing is None or if_not_exists:  # else the store refuses it: leave storage alone
+        if existing is None or ifNotExists:  # else the store refuses it: leave storage alone
             with storage.failures("looking at the table location"):
                 root_existed = storage.exists(storage.root)
             if existing is None and root_existed:
                 adopted = history_on_storage(storage, metastore.url, adopt=adopt,
-                                             partition_columns=partition_columns, insert_only=insert_only)
+                                             partition_columns=partitionColumns, insert_only=insertOnly)
             wrote_marker = storage.write_marker()
         try:
             return metastore.create_table(
-                location, arrow_schema, name=name, partition_columns=partition_columns,
-                bucket_columns=bucket_columns, num_buckets=num_buckets, insert_only=insert_only,
-                compression=compression, if_not_exists=if_not_exists, adopted=adopted)
+                location, arrow_schema, name=name, partition_columns=partitionColumns,
+                bucket_columns=bucketColumns, num_buckets=numBuckets, insert_only=insertOnly,
+                compression=compression, if_not_exists=ifNotExists, adopted=adopted)
         except BaseException:
             if wrote_marker:  # not registered after all: take back what this call wrote
                 with storage.failures("removing the table marker again"):
@@ -111,7 +119,7 @@ def history_on_storage(storage: Storage, url: str, *, adopt: bool = False, parti
                        insert_only: bool = False, layout: TableLayout | None = None) -> AdoptedHistory | None:
     """The ACID history at a location about to be registered (``layout``: its listing, if
     taken already): None when there is none; :class:`StoreBehindStorageError` unless ``adopt``
-    (new write ids would reuse its directories); else what :meth:`Metastore.create_table`
+    (new write ids would reuse its directories); else what :meth:`TransactionStore.create_table`
     registers with the table, once the layout on storage matches ``partition_columns`` and
     ``insert_only``."""
     if layout is None:
@@ -179,37 +187,39 @@ def _looks_like_location(text: str) -> bool:
     return "/" in text or "\\" in text or text.startswith((".", "~"))
 
 
-def drop_table(location_or_name: str | os.PathLike, *, purge: bool = False, if_exists: bool = False,
-               metastore_url: str | None = None, storage_options=None) -> TableInfo | None:
+@renamed(location_or_name="locationOrName", if_exists="ifExists", metastore_url="metastoreUrl",
+         storage_options="storageOptions")
+def drop_table(locationOrName: str | os.PathLike, *, purge: bool = False, ifExists: bool = False,
+               metastoreUrl: str | None = None, storageOptions: Mapping[str, Any] | None = None) -> TableInfo | None:
     """Unregister a table from the metastore; with ``purge=True`` also delete everything under
     its location (every object under the prefix, on object stores).
 
-    ``location_or_name``: a path or URL (anything with a ``/``, or a ``PathLike``) or a table
+    ``locationOrName``: a path or URL (anything with a ``/``, or a ``PathLike``) or a table
     name such as ``"db.sales"`` (write a relative directory as ``"./sales"``). Refused while a
     transaction writing to the table is open. With ``purge``, storage is checked first (a
     location that cannot be listed is a StorageError and the table stays registered); then
     the metadata goes, so readers never see a registered table whose files are half deleted.
-    Returns the dropped table, or None when there was none and ``if_exists`` is set.
+    Returns the dropped table, or None when there was none and ``ifExists`` is set.
 
     >>> drop_table("/warehouse/sales", purge=True)  # doctest: +SKIP
     """
-    key = _location(location_or_name)
-    for argument, value in (("purge", purge), ("if_exists", if_exists)):
+    key = _location(locationOrName)
+    for argument, value in (("purge", purge), ("ifExists", ifExists)):
         if not isinstance(value, bool):
             raise InvalidArgumentError(argument, f"expected True or False, got {value!r}")
-    options = option_pairs(storage_options)
-    by_location = isinstance(location_or_name, os.PathLike) or _looks_like_location(key)
-    with connect(metastore_url) as metastore:
+    options = option_pairs(storageOptions)
+    by_location = isinstance(locationOrName, os.PathLike) or _looks_like_location(key)
+    with connect(metastoreUrl) as metastore:
         if purge:  # can storage be reached at all? Before anything changes in the store
-            found = metastore.find_table(key) if by_location else _find_by_name(metastore, key, if_exists)
+            found = metastore.find_table(key) if by_location else _find_by_name(metastore, key, ifExists)
             if found is not None:
                 storage = Storage(found.location, options)
                 with storage.failures("checking the table's files before dropping it"):
                     storage.exists(storage.root)
         if by_location:
-            table = metastore.drop_table(key, if_exists=if_exists)
+            table = metastore.drop_table(key, if_exists=ifExists)
         else:
-            table = metastore.drop_table(name=key, if_exists=if_exists)
+            table = metastore.drop_table(name=key, if_exists=ifExists)
     if table is not None and purge:
         storage = Storage(table.location, options)
         with storage.failures("the table was unregistered, but deleting its files"):
@@ -217,7 +227,7 @@ def drop_table(location_or_name: str | os.PathLike, *, purge: bool = False, if_e
     return table
 
 
-def _find_by_name(metastore: Metastore, name: str, if_exists: bool) -> TableInfo | None:
+def _find_by_name(metastore: TransactionStore, name: str, if_exists: bool) -> TableInfo | None:
     from .errors import TableNotRegisteredError
 
     try:

@@ -34,7 +34,7 @@ from .storage import Storage
 # Spark's workers.
 if TYPE_CHECKING:
     from .layout.table_dirs import TableLayout
-    from .metastore import Metastore
+    from .metastore import TransactionStore
     from .metastore.records import Recheck
 
 OPEN, COMMITTED, ABORTED = "open", "committed", "aborted"
@@ -61,7 +61,7 @@ class TransactionRef:
     url: str
     has_secret: bool = False
 
-    def metastore(self) -> "Metastore":
+    def metastore(self) -> "TransactionStore":
         from .metastore import connect
 
         if not self.has_secret:
@@ -91,7 +91,7 @@ class Transaction:
     ...     txn.set_commit("insert", {table.table_id: [""]})
     """
 
-    metastore: "Metastore"
+    metastore: "TransactionStore"
     txn_id: int
     _heartbeat: HeartbeatThread | None = field(default=None, repr=False)
     _written: dict[int, tuple[Storage, int | None, set[str]]] = field(default_factory=dict, repr=False)
@@ -101,7 +101,7 @@ class Transaction:
 
     # --- opening ---------------------------------------------------------------------------
     @classmethod
-    def begin(cls, metastore: "Metastore", *, description: str = "", heartbeat: str = "thread") -> "Transaction":
+    def begin(cls, metastore: "TransactionStore", *, description: str = "", heartbeat: str = "thread") -> "Transaction":
         """Open a transaction. ``heartbeat``: ``"thread"`` (this process keeps it alive),
         ``"process"`` (a detached process watching the Spark driver does; for transactions opened
         in a short-lived Spark worker) or ``"none"``."""
@@ -114,10 +114,10 @@ class Transaction:
         return txn
 
     @classmethod
-    def adopt(cls, metastore: "Metastore", txn_id: int, *, description: str = "", table_id: int | None = None,
+    def adopt(cls, metastore: "TransactionStore", txn_id: int, *, description: str = "", table_id: int | None = None,
               storage: Storage | None = None, write_id: int | None = None) -> "Transaction":
         """An open transaction of this process that something else opened - one of a batch
-        (``Metastore.open_transaction_batch``) - as a Transaction, to end it through the one
+        (``TransactionStore.open_transaction_batch``) - as a Transaction, to end it through the one
         commit path. No heartbeat of its own: the batch beats for all its transactions
         (``heartbeat_many``). With ``table_id``, ``storage`` and ``write_id`` (all three), its
         write id on that table is known: :meth:`allocate_write_id` returns it without asking

@@ -5,22 +5,27 @@ against it, open the transaction and allocate the write id, giving a
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
 import pyarrow as pa
 
-from .errors import InvalidOptionError, NotAnAcidTableError, SchemaError, TableNotRegisteredError
+from .errors import InvalidArgumentError, NotAnAcidTableError, SchemaError, TableNotRegisteredError
 from .layout.names import is_hidden, parse_dir_name
 from .layout.partitions import parse_partition_segment
 from .layout.table_dirs import convert_partition_value, discover_layout, infer_partition_type
-from .metastore import Metastore, connect
+from .metastore import TransactionStore, connect
 from .metastore.tableinfo import TableInfo
 from .metastore.urls import check_shareable
-from .options import WriteSpec
 from .orc.codecs import canonical_codec
 from .scan.resolved import nullable
+from .specs import WriteSpec
 from .staged import StagedWrite
 from .storage import Storage
+from .table_ref import TableRef
 from .tables import history_on_storage, remove_if_empty
 from .txn import Transaction
+from .values import parse_partition_spec
 from .write.job import WriteJob
 from .write.rows import existing_partition_dirs, partition_key, partition_path, static_partition_values
 from .write.task import WritePlan, check_data_schema, check_unique_columns
@@ -83,7 +88,7 @@ def static_partition_of(table: TableInfo, partition) -> tuple[tuple[str, object]
     if partition is None:
         return ()
     if not table.partition_columns:
-        raise InvalidOptionError("partition", f"{table.location} is not partitioned")
+        raise InvalidArgumentError("partition", f"{table.location} is not partitioned")
     given = static_partition_values(partition, list(table.partition_columns))
     static = tuple((c, partition_key(convert_partition_value(given[c], table.schema.field(c).type),
                                      table.schema.field(c).type))
@@ -123,7 +128,7 @@ def _existing_partition_dirs(txn: Transaction, table: TableInfo, storage: Storag
     return existing_partition_dirs_of(txn.metastore, table, storage)
 
 
-def existing_partition_dirs_of(metastore: Metastore, table: TableInfo, storage: Storage) -> tuple:
+def existing_partition_dirs_of(metastore: TransactionStore, table: TableInfo, storage: Storage) -> tuple:
     """The partition directories of the table: those committed writes recorded in the store,
     and those a listing of the partition directories' names finds (an adopted or Hive-written
     table's store holds only some). Rows of a value that has a directory go there, whatever
@@ -169,7 +174,7 @@ def _check_create_options(table: TableInfo, options: WriteSpec) -> None:
     for option in sorted(options.given):
         ok, actual = checks[option]
         if not ok:
-            raise InvalidOptionError(option, f"the table at {table.location} already exists with {option} {actual}; "
+            raise InvalidArgumentError(option, f"the table at {table.location} already exists with {option} {actual}; "
                                              "this option only applies when a write creates the table (drop the "
                                              "option, or drop the table first with acid_source.drop_table)")
 
@@ -179,7 +184,7 @@ def _codec(name: str) -> str:
     return "uncompressed" if name == "none" else name
 
 
-def _create_table(metastore: Metastore, storage: Storage, options: WriteSpec, data_schema: pa.Schema,
+def _create_table(metastore: TransactionStore, storage: Storage, options: WriteSpec, data_schema: pa.Schema,
                   location: str, name: str | None) -> TableInfo:
     if storage.exists(storage.root):
         if not storage.is_dir(storage.root):
@@ -227,3 +232,83 @@ def _create_table(metastore: Metastore, storage: Storage, options: WriteSpec, da
                 else:
                     storage.remove(storage.marker_path)
         raise
+
+
+# --- the arguments of AcidTable's writes ---------------------------------------------------------
+def stage_for(ref: TableRef, mode: Any, partition: Any, data_schema: pa.Schema | None) -> StagedWrite:
+    """``newWrite`` / ``append`` / ``overwrite`` of a handle on ``ref``: the arguments checked, then
+    the write staged (``data_schema``: the data's schema when known now)."""
+    if mode not in ("append", "overwrite"):
+        raise InvalidArgumentError("mode", f"expected 'append' or 'overwrite', got {mode!r}")
+    static = None if partition is None else static_partition(partition)
+    # the store alone says whether acidorc writes the table: no listing of storage (a write
+    # does not read the table, and an overwrite replaces data objects storage lost)
+    from .resolve import registered_table
+
+    _, info = registered_table(ref.location, ref.metastore_url,
+                               "; acidorc writes only tables whose write ids it allocates (create one with "
+                               "acid_source.create_table)")
+    spec = WriteSpec(path=info.location, metastore_url=ref.metastore_url, partition=static,
+                     storage_options=ref.storage_options)
+    return stage_write(spec, overwrite=mode == "overwrite", data_schema=data_schema, heartbeat="thread")
+
+
+def arrow_batches(data: Any) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
+    """The data of a write as its schema and batches: a pyarrow Table, RecordBatch,
+    RecordBatchReader, an iterable of RecordBatches of one schema, or any Arrow stream
+    (``__arrow_c_stream__``: polars, DuckDB, an AcidScan) or array (``__arrow_c_array__``)."""
+    if isinstance(data, pa.Table):
+        return data.schema, iter(data.to_batches())
+    if isinstance(data, pa.RecordBatch):
+        return data.schema, iter([data])
+    if isinstance(data, pa.RecordBatchReader):
+        return data.schema, iter(data)
+    if hasattr(data, "__arrow_c_stream__"):
+        reader = pa.RecordBatchReader.from_stream(data)
+        return reader.schema, iter(reader)
+    if hasattr(data, "__arrow_c_array__"):
+        batch = pa.record_batch(data)
+        return batch.schema, iter([batch])
+    if isinstance(data, Iterable) and not isinstance(data, (str, bytes, Mapping)):
+        return _batches_of(iter(data))
+    raise InvalidArgumentError("data", f"expected a pyarrow Table, RecordBatch, RecordBatchReader, batches or an "
+                                       f"Arrow stream (__arrow_c_stream__), got {type(data).__name__}")
+
+
+def _batches_of(it: Iterator[Any]) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
+    first = next(it, None)
+    if first is None:
+        raise InvalidArgumentError("data", "no record batches given (the schema cannot be known)")
+    if not isinstance(first, pa.RecordBatch):
+        raise InvalidArgumentError("data", f"expected pyarrow RecordBatches, got {type(first).__name__}")
+
+    def chain() -> Iterator[pa.RecordBatch]:
+        yield first
+        for b in it:
+            if not isinstance(b, pa.RecordBatch) or b.schema != first.schema:
+                raise InvalidArgumentError("data", "every record batch must have the first batch's schema")
+            yield b
+
+    return first.schema, chain()
+
+
+def static_partition(partition: Any) -> tuple[tuple[str, str | None], ...]:
+    """A ``partition`` argument as typed (column, value text) pairs: a dict's values keep
+    exactly their text (None: the NULL partition); a string is a Hive partition spec."""
+    if isinstance(partition, str):
+        return parse_partition_spec(partition)
+    if isinstance(partition, Mapping):
+        from .layout.partitions import DEFAULT_PARTITION_NAME
+        from .write.rows import format_partition_value
+
+        pairs: list[tuple[str, str | None]] = []
+        for column, value in partition.items():
+            if value is None:
+                pairs.append((str(column), None))
+                continue
+            if str(value) == DEFAULT_PARTITION_NAME:
+                raise SchemaError(f"partition value {DEFAULT_PARTITION_NAME!r} of {column!r} would read back as "
+                                  "NULL; pass None for the NULL partition", column=str(column))
+            pairs.append((str(column), format_partition_value(value) or ""))
+        return tuple(pairs)
+    raise InvalidArgumentError("partition", f"expected 'col=value/...' or a dict, got {type(partition).__name__}")

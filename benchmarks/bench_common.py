@@ -90,7 +90,7 @@ def start_spark(app_name: str, driver_memory: str, warehouse: Path):
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.warehouse.dir": str(warehouse),
     }
-    spark = acid_source.get_or_create_session(app_name=app_name, master=MASTER, conf=conf)
+    spark = acid_source.get_or_create_session(appName=app_name, master=MASTER, conf=conf)
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 

@@ -76,7 +76,7 @@ def build(path: Path, url: str, rows: int, buckets: int) -> list[int]:
         shutil.rmtree(path.parent)
     path.parent.mkdir(parents=True)
     create_table(str(path), "id bigint, name string, amount double, day date, price decimal(12,2)",
-                 bucket_columns=["id"], num_buckets=buckets, metastore_url=url)
+                 bucketColumns=["id"], numBuckets=buckets, metastoreUrl=url)
     t = AcidTable.load(str(path), metastoreUrl=url)
     base_rows = int(rows * BASE_SHARE)
     for lo in range(0, rows, CHUNK):

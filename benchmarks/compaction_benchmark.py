@@ -350,7 +350,7 @@ class CompactionRun:
         log(f"plain base {plain}: {len(manifest['files'])} files ({'cached' if manifest['cached'] else 'built'}, "
             f"{time.perf_counter() - t0:.1f}s)")
         t0 = time.perf_counter()
-        acid_source.create_table(str(table), ARROW_SCHEMA, metastore_url=url_main)
+        acid_source.create_table(str(table), ARROW_SCHEMA, metastoreUrl=url_main)
         self.spark.read.orc(str(plain)).write.format("acidorc").option("metastoreUrl", url_main).mode("append") \
             .save(str(table))
         append_s = time.perf_counter() - t0
@@ -571,7 +571,7 @@ class CompactionRun:
         t0 = time.perf_counter()
         warm_db = self.work / "store-warmup.db"
         warm_url, warm = f"sqlite:///{warm_db}", self.work / "warmup-table"
-        acid_source.create_table(str(warm), ARROW_SCHEMA, metastore_url=warm_url)
+        acid_source.create_table(str(warm), ARROW_SCHEMA, metastoreUrl=warm_url)
         for engine in ("in-process", "spark", "spark"):
             for kind in ("minor", "major"):
                 self.spark.createDataFrame(arrow_rows(np.arange(0, 1000, dtype=np.int64))).repartition(2).write \

@@ -75,7 +75,7 @@ def run(uri: str, repeat: int) -> list[dict]:
     for store_url, label in ((uri, "hms"), (f"sqlite:///{tempfile.mkdtemp()}/m.db", "sqlite")):
         name = f"{db}.t_{uuid.uuid4().hex[:8]}"
         location = f"{tempfile.mkdtemp()}/t"
-        create_table(location, schema, name=name, partition_columns=["day"], metastore_url=store_url)
+        create_table(location, schema, name=name, partitionColumns=["day"], metastoreUrl=store_url)
         key = name if label == "hms" else location
         table = AcidTable.load(key, metastoreUrl=store_url)
         batch = pa.table({"id": [1, 2, 3], "v": ["a", "b", "c"], "day": ["d1", "d1", "d2"]})

@@ -88,7 +88,7 @@ def compacted_copy(plain: Path, data_dir: Path, rows: int) -> tuple[str, str]:
         return str(table), url
     root.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    acid_source.create_table(str(table), bt.ARROW_SCHEMA, metastore_url=url)
+    acid_source.create_table(str(table), bt.ARROW_SCHEMA, metastoreUrl=url)
     t = AcidTable.load(str(table), metastoreUrl=url)
     t.append(ds.dataset(str(plain), format="orc", schema=bt.ARROW_SCHEMA).to_table())
     t.compact("major")

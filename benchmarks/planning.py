@@ -28,8 +28,8 @@ import pyarrow as pa  # noqa: E402
 from bench_common import log  # noqa: E402
 
 from acid_source import storage as storage_module  # noqa: E402
-from acid_source.options import ReadSpec  # noqa: E402
 from acid_source.resolve import scan_for  # noqa: E402
+from acid_source.spark.options import read_spec  # noqa: E402
 
 
 def one_bucket_file(work: Path) -> bytes:
@@ -38,7 +38,7 @@ def one_bucket_file(work: Path) -> bytes:
 
     root = work / "seed"
     url = f"sqlite:///{work}/seed.db"
-    create_table(str(root), pa.schema([("id", pa.int64()), ("v", pa.string())]), metastore_url=url)
+    create_table(str(root), pa.schema([("id", pa.int64()), ("v", pa.string())]), metastoreUrl=url)
     AcidTable.load(str(root), metastoreUrl=url).append(pa.table({"id": [1], "v": ["x"]}))
     (path,) = root.glob("delta_*/bucket_00000")
     return path.read_bytes()
@@ -58,7 +58,7 @@ def plan_seconds(path: str, options: dict, threads: int, repeat: int) -> tuple[f
     best, splits = float("inf"), 0
     for _ in range(repeat):
         t0 = time.perf_counter()
-        scan = scan_for(ReadSpec.from_options({"path": path, **options}))
+        scan = scan_for(read_spec({"path": path, **options}))
         _, planned = scan.plan(scan.infer_schema())
         best = min(best, time.perf_counter() - t0)
         splits = len(planned)

@@ -24,10 +24,10 @@ import bench_table as bt  # noqa: E402
 import pyarrow.compute as pc  # noqa: E402
 from bench_common import cumtime, log  # noqa: E402
 
-from acid_source.options import ReadSpec  # noqa: E402
 from acid_source.orc.files import OrcFile  # noqa: E402
 from acid_source.resolve import scan_for  # noqa: E402
 from acid_source.scan.reader import ScanMetrics, read_split  # noqa: E402
+from acid_source.spark.options import read_spec  # noqa: E402
 from acid_source.storage import Storage  # noqa: E402
 
 TARGET_RATIO = 1.5
@@ -39,7 +39,7 @@ def core_scan(table: str, options: dict | None = None, profile: cProfile.Profile
     """Plan and read every split in this process, with acidorc's ScanMetrics."""
     opts = {"path": table, **(options or {})}
     t0 = time.perf_counter()
-    scan = scan_for(ReadSpec.from_options(opts))
+    scan = scan_for(read_spec(opts))
     ctx, splits = scan.plan(scan.infer_schema())
     plan_s = time.perf_counter() - t0
     metrics = ScanMetrics()
@@ -241,7 +241,7 @@ class ReadRun:
             f"{expected['rows']:,} visible; {manifest['acid_files']} files, {manifest['acid_bytes'] / 2**20:.0f} MiB "
             f"({'cached' if manifest['cached'] else 'built in ' + str(manifest['build_seconds']) + 's'})")
         self.split_bytes = auto_split_bytes(root / "table") if args.split_bytes == "auto" else \
-            ReadSpec.from_options({"path": "x", "maxSplitBytes": args.split_bytes}).max_split_bytes
+            read_spec({"path": "x", "maxSplitBytes": args.split_bytes}).max_split_bytes
         self.split_label = f"maxSplitBytes={self.split_bytes / 2**20:.0f}m"
 
     # 2. core in-process: skip counters for the default plan and the split plan

@@ -32,12 +32,12 @@ def measure(table: str) -> dict:
 
     import pyarrow as pa
 
-    from acid_source.options import ReadSpec
     from acid_source.orc.files import OrcFile
     from acid_source.resolve import scan_for
     from acid_source.scan.reader import ScanMetrics, read_split
+    from acid_source.spark.options import read_spec
 
-    scan = scan_for(ReadSpec.from_options({"path": table}))
+    scan = scan_for(read_spec({"path": table}))
     ctx, splits = scan.plan(scan.infer_schema())
     split = max(splits, key=lambda s: sum(f.size for f in s.inserts))
     first = OrcFile(ctx.storage, split.inserts[0].path)

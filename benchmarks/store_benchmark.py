@@ -154,7 +154,7 @@ def make_tables(url: str, work: Path, n: int, tag: str) -> list[tuple[str, int]]
 
     tables = []
     for i in range(n):
-        info = create_table(str(work / f"{tag}_t{i}"), SCHEMA, metastore_url=url)
+        info = create_table(str(work / f"{tag}_t{i}"), SCHEMA, metastoreUrl=url)
         tables.append((info.location, info.table_id))
     return tables
 

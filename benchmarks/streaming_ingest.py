@@ -57,7 +57,7 @@ def run(mode: str, producers: int, transactions: int, rows: int, per_batch: int,
     root = tempfile.mkdtemp(prefix="acidorc-ingest-bench-")
     url = store_url or f"sqlite:///{root}/store.db"
     path = f"{root}/t"
-    create_table(path, "id bigint, name string, value double", metastore_url=url)
+    create_table(path, "id bigint, name string, value double", metastoreUrl=url)
     ctx = mp.get_context("forkserver")
     ready, start, done = ctx.Queue(), ctx.Event(), ctx.Queue()
     procs = [ctx.Process(target=_produce, args=(path, url, p, transactions, rows, per_batch, mode, ready, start,

@@ -224,12 +224,12 @@ def replay_tasks(tasks, table: str, metastore_url: str, options: dict | None = N
     Spark."""
     from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 
-    from acid_source.options import WriteSpec
+    from acid_source.spark.options import write_spec
     from acid_source.writes import stage_write
 
     # the schema and options the Spark writer stages the write with (AcidOrcDataSource.writer)
     spark_schema = to_arrow_schema(from_arrow_schema(tasks[0][1][0].schema), timezone="UTC")
-    spec = WriteSpec.from_options({"path": table, "metastoreUrl": metastore_url, **(options or {})})
+    spec = write_spec({"path": table, "metastoreUrl": metastore_url, **(options or {})})
     with stage_write(spec, overwrite=False, data_schema=spark_schema) as staged:
         results = []
         t0, c0 = time.perf_counter(), time.process_time()

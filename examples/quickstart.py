@@ -74,8 +74,8 @@ def write_and_read(spark, root: Path) -> None:
 def main() -> None:
     # keep the example's transactions out of the default metastore (~/.acidorc)
     metastore = tempfile.mkdtemp(prefix="acidorc-quickstart-")
-    spark = acid_source.get_or_create_session(app_name="acidorc-quickstart", master="local[2]",
-                                              metastore_url=f"sqlite:///{metastore}/metastore.db",
+    spark = acid_source.get_or_create_session(appName="acidorc-quickstart", master="local[2]",
+                                              metastoreUrl=f"sqlite:///{metastore}/metastore.db",
                                               conf={"spark.ui.enabled": "false",
                                                     "spark.ui.showConsoleProgress": "false"})
     spark.sparkContext.setLogLevel("ERROR")

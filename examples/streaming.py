@@ -51,7 +51,7 @@ def copy_stream(spark, source: str, target: str, checkpoint: str) -> None:
 def run(spark, root: Path) -> dict:
     """The whole example against ``spark`` in directory ``root``; returns what it saw."""
     source, target, checkpoint = str(root / "clicks"), str(root / "clicks_copy"), str(root / "checkpoint")
-    acid_source.create_table(source, "id bigint, page string, day string", partition_columns=["day"])
+    acid_source.create_table(source, "id bigint, page string, day string", partitionColumns=["day"])
     clicks = AcidTable.load(source)
 
     produce(clicks, first=0, transactions=3)  # ids 0-2 and 6-8 committed, 3-5 aborted
@@ -71,8 +71,8 @@ def run(spark, root: Path) -> dict:
 
 def main() -> None:
     metastore = tempfile.mkdtemp(prefix="acidorc-streaming-")  # keep the example out of ~/.acidorc
-    spark = acid_source.get_or_create_session(app_name="acidorc-streaming", master="local[2]",
-                                              metastore_url=f"sqlite:///{metastore}/metastore.db",
+    spark = acid_source.get_or_create_session(appName="acidorc-streaming", master="local[2]",
+                                              metastoreUrl=f"sqlite:///{metastore}/metastore.db",
                                               conf={"spark.ui.enabled": "false",
                                                     "spark.ui.showConsoleProgress": "false",
                                                     "spark.sql.shuffle.partitions": "4"})

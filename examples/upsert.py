@@ -61,8 +61,8 @@ def run(spark, root: Path) -> list[tuple]:
 
 def main() -> None:
     metastore = tempfile.mkdtemp(prefix="acidorc-upsert-")  # keep the example out of ~/.acidorc
-    spark = acid_source.get_or_create_session(app_name="acidorc-upsert", master="local[2]",
-                                              metastore_url=f"sqlite:///{metastore}/metastore.db",
+    spark = acid_source.get_or_create_session(appName="acidorc-upsert", master="local[2]",
+                                              metastoreUrl=f"sqlite:///{metastore}/metastore.db",
                                               conf={"spark.ui.enabled": "false",
                                                     "spark.ui.showConsoleProgress": "false",
                                                     "spark.sql.shuffle.partitions": "4"})

@@ -68,7 +68,7 @@ def spark(tmp_path_factory):
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     warehouse = tmp_path_factory.mktemp("warehouse")
     session = acid_source.get_or_create_session(
-        app_name="acidorc-tests",
+        appName="acidorc-tests",
         master="local[2]",
         conf={
             "spark.ui.enabled": "false",

@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
-from acid_source.options import ReadSpec
 from acid_source.resolve import resolve_table, scan_for
 from acid_source.scan.planner import TableScan
 from acid_source.scan.reader import ScanMetrics, read_split
 from acid_source.scan.resolved import SnapshotSpec
+from acid_source.spark.options import option_errors, read_spec
 
 
 def read_rows(path, metrics: ScanMetrics | None = None, predicates=(), **options) -> list[dict]:
+    """The rows a Spark read with these options returns, read by the core in this process
+    (through the option edge: an error names the option, as in Spark)."""
     opts = {"path": str(path), **{k: str(v) for k, v in options.items()}}
-    scan = scan_for(ReadSpec.from_options(opts))
-    ctx, splits = scan.plan(scan.infer_schema(), list(predicates))
-    return [row for s in splits for batch in read_split(s, ctx, metrics) for row in batch.to_pylist()]
+    with option_errors():
+        scan = scan_for(read_spec(opts))
+        ctx, splits = scan.plan(scan.infer_schema(), list(predicates))
+        return [row for s in splits for batch in read_split(s, ctx, metrics) for row in batch.to_pylist()]
 
 
 def native_rows(spark, path, **options) -> list[dict]:
@@ -26,8 +29,9 @@ def native_rows(spark, path, **options) -> list[dict]:
 
 def plan(path, predicates=(), **options):
     opts = {"path": str(path), **{k: str(v) for k, v in options.items()}}
-    scan = scan_for(ReadSpec.from_options(opts))
-    return scan.plan(scan.infer_schema(), list(predicates))
+    with option_errors():
+        scan = scan_for(read_spec(opts))
+        return scan.plan(scan.infer_schema(), list(predicates))
 
 
 def data(rows, *columns):

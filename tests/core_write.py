@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from acid_source.options import WriteSpec
+from acid_source.specs import WriteSpec
 from acid_source.writes import stage_write
 
 

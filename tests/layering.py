@@ -23,7 +23,16 @@ It reads imports at module level and inside functions (``import x``, ``from . im
   e.g. ``self._metastore.commit(...)``). ``txn.commit(...)`` on a ``Transaction`` is the one
   path and passes.
 - ``private``: no ``from x import _y`` of another module's private name (dunder names and
-  private *submodules* such as ``._version`` are fine; ``x._y`` attribute access is out of scope).
+  private *submodules* such as ``._version`` are fine).
+- ``private-attribute``: no use of another module's private attribute, ``obj._y`` where the
+  module defines no ``_y`` of its own (a function, class, method, assignment or argument of that
+  name). ``self._y`` / ``cls._y`` pass (inherited), and so do the few private names of other
+  libraries acidorc has to reach (:data:`FOREIGN_PRIVATE`: py4j's handles of a SparkSession,
+  SQLAlchemy's row mapping).
+- ``cycles``: no import cycle between modules, function-level imports included (those under
+  ``if TYPE_CHECKING:`` never run and are left out), with ``importlib.import_module("...")`` of
+  a literal name counted as an import. The one exception is a declared door (:data:`DOORS`): the
+  engine-free ``table`` opens ``spark.table`` by name for ``AcidTable.forPath`` / ``forName``.
 
 Each violation names the rule, the importing module, the imported module and the line.
 """
@@ -60,6 +69,10 @@ STORE_SIDE = ("metastore.**", "txn", "resolve")
 TRANSACTION_HOMES = ("txn", "metastore.**")
 STORE_RECEIVERS = ("metastore", "store", "ms")
 STORE_VERBS = ("commit", "abort")
+#: the declared doors: (importer, imported), relative names, that may close an import cycle
+DOORS = (("table", "spark.table"),)
+#: private attributes of other libraries acidorc reaches on purpose
+FOREIGN_PRIVATE = ("_jsparkSession", "_jvm", "_jdf", "_jsc", "_mapping", "_asdict", "_replace", "_fields")
 
 
 @dataclass(frozen=True)
@@ -124,11 +137,26 @@ def _walk(node: ast.AST, type_only: bool = False):
         yield from _walk(child, type_only)
 
 
+def _dynamic_import(node: ast.AST) -> str | None:
+    """The module an ``importlib.import_module("literal")`` call names (absolute names only)."""
+    if not (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str) and not node.args[0].value.startswith(".")):
+        return None
+    func = node.func
+    named = (isinstance(func, ast.Attribute) and func.attr == "import_module") or (
+        isinstance(func, ast.Name) and func.id == "import_module")
+    return node.args[0].value if named else None
+
+
 def imports_of(module: Module, modules: dict[str, Module]) -> list[Import]:
-    """The imports of one module, at any depth, with relative names resolved."""
+    """The imports of one module, at any depth, with relative names resolved (and the literal
+    names of ``importlib.import_module`` calls, as imports of no names)."""
     found = []
     for node, type_only in _walk(module.tree):
-        if isinstance(node, ast.Import):
+        dynamic = _dynamic_import(node)
+        if dynamic is not None:
+            found.append(Import(module.name, dynamic, node.lineno, ("<import_module>",), type_only))
+        elif isinstance(node, ast.Import):
             for alias in node.names:
                 found.append(Import(module.name, alias.name, node.lineno, (), type_only))
         elif isinstance(node, ast.ImportFrom):
@@ -188,6 +216,8 @@ def _check_layers(imp: Import, package: str) -> list[Violation]:
 def _check_spark(imp: Import, package: str) -> list[Violation]:
     if _matches(imp.importer, package, ("spark.**",)):
         return []
+    if any(imp.importer == f"{package}.{a}" and imp.imported == f"{package}.{b}" for a, b in DOORS):
+        return []  # the declared door from the core to an engine
     if _external(imp.imported, ("pyspark", "py4j")) or _matches(imp.imported, package, ("spark.**",)):
         return [Violation("spark", imp.importer, imp.imported, imp.line,
                           f"only {package}.spark imports pyspark or a spark/ module")]
@@ -210,6 +240,104 @@ def _check_private(imp: Import, package: str) -> list[Violation]:
         return []
     return [Violation("private", imp.importer, imp.imported, imp.line,
                       f"imports private name(s) {', '.join(private)} of another module")]
+
+
+def _defined_names(tree: ast.Module) -> set[str]:
+    """Every name a module defines itself: functions, classes, assignments, arguments."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            names.add(node.attr)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, ast.arg):
+            names.add(node.arg)
+        elif isinstance(node, ast.keyword) and node.arg:
+            names.add(node.arg)
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+    return names
+
+
+def _check_private_attributes(module: Module) -> list[Violation]:
+    defined = _defined_names(module.tree)
+    found = []
+    for node in ast.walk(module.tree):
+        if not isinstance(node, ast.Attribute):
+            continue
+        name = node.attr
+        if not name.startswith("_") or (name.startswith("__") and name.endswith("__")):
+            continue
+        if name in defined or name in FOREIGN_PRIVATE:
+            continue
+        receiver = node.value
+        if isinstance(receiver, ast.Name) and receiver.id in ("self", "cls"):
+            continue  # inherited from a base class
+        found.append(Violation("private-attribute", module.name, ast.unparse(node), node.lineno,
+                               f"uses {name}, a private attribute of another module: make it public there"))
+    return found
+
+
+def _cycles(modules: dict[str, Module], all_imports: list[Import], package: str) -> list[Violation]:
+    """Strongly connected components of the module graph (declared doors left out)."""
+    doors = {(f"{package}.{a}", f"{package}.{b}") for a, b in DOORS}
+    graph: dict[str, dict[str, int]] = {name: {} for name in modules}
+    for imp in all_imports:
+        if imp.type_only:
+            continue
+        target = imp.imported
+        while target and target not in modules:
+            target = target.rpartition(".")[0]
+        if target and target != imp.importer and (imp.importer, target) not in doors:
+            graph[imp.importer].setdefault(target, imp.line)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    components: list[list[str]] = []
+    for root in sorted(graph):  # Tarjan's algorithm, iteratively
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    components.append(sorted(component))
+    found = []
+    for component in components:
+        members = set(component)
+        first = component[0]
+        target = min(t for t in graph[first] if t in members)
+        edges = ", ".join(f"{a} -> {b}" for a in component for b in sorted(graph[a]) if b in members)
+        found.append(Violation("cycles", first, target, graph[first][target],
+                               f"import cycle through {len(component)} modules: {edges}"))
+    return found
 
 
 def _receiver_name(node: ast.expr) -> str | None:
@@ -297,5 +425,7 @@ def check_package(root: Path) -> list[Violation]:
             found.extend(rule(imp, package))
     for module in modules.values():
         found.extend(_check_transactions(module, package))
+        found.extend(_check_private_attributes(module))
+    found.extend(_cycles(modules, all_imports, package))
     found.extend(_check_executor(modules, _runtime_graph(all_imports, modules), package))
     return sorted(found, key=lambda v: (v.rule, v.importer, v.line, v.imported))

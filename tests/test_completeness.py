@@ -22,7 +22,7 @@ def rows(ids, p):
 @pytest.fixture
 def table(tmp_path):
     path = str(tmp_path / "t")
-    create_table(path, "id bigint, p int", partition_columns=["p"])
+    create_table(path, "id bigint, p int", partitionColumns=["p"])
     t = AcidTable.load(path)
     for i in range(3):
         t.append(rows([10 * i + 1, 10 * i + 2], 1))  # write ids 1-3

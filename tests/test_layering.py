@@ -135,3 +135,45 @@ def test_every_named_side_is_a_real_module():
     for pattern in EXECUTOR_SIDE + DRIVER_SIDE:
         stem = "acid_source." + pattern.removesuffix(".**")
         assert stem in modules, f"{pattern} names no module of acid_source"
+
+
+def test_an_import_cycle_is_found_lazy_imports_and_import_module_included(tmp_path):
+    root = _package(tmp_path, {
+        "maintenance/x.py": "from ..txn import begin\n",
+        "txn.py": "def later():\n    from .maintenance import x\n",
+        "dml/a.py": "import importlib\n\ndef b():\n    return importlib.import_module('pkg.dml.b')\n",
+        "dml/b.py": "from . import a\n",
+        "heartbeat.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from . import resolve\n",
+        "resolve.py": "from . import heartbeat\n",
+    })
+    cycles = sorted((v.importer, v.imported) for v in check_package(root) if v.rule == "cycles")
+    assert cycles == [("pkg.dml.a", "pkg.dml.b"), ("pkg.maintenance.x", "pkg.txn")]
+
+
+def test_the_declared_door_from_the_core_table_to_spark_table_is_the_one_exception(tmp_path):
+    root = _package(tmp_path, {
+        "spark/table.py": "from ..table import T\n",
+        "table.py": "import importlib\n\ndef spark_table():\n    return importlib.import_module('pkg.spark.table')\n",
+    })
+    assert _found(root) == []
+    (root / "heartbeat.py").write_text("def spark_table():\n    from .spark import table\n")  # not a door
+    (root / "spark" / "table.py").write_text("from ..table import T\nfrom .. import heartbeat\n")
+    assert {v[0] for v in _found(root)} == {"spark", "cycles"}
+
+
+def test_no_module_uses_another_modules_private_attributes(tmp_path):
+    root = _package(tmp_path, {
+        "dml/x.py": dedent("""\
+            class Own:
+                def __init__(self):
+                    self._mine = 1
+
+                def peek(self, other, planner, spark):
+                    spark._jsparkSession
+                    other._mine
+                    self._inherited()
+                    return planner._dir_slices()
+        """),
+    })
+    found = [(v.rule, v.importer, v.imported, v.line) for v in check_package(root)]
+    assert found == [("private-attribute", "pkg.dml.x", "planner._dir_slices", 9)]

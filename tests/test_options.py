@@ -1,22 +1,23 @@
 import pytest
 
 from acid_source.errors import InvalidOptionError
-from acid_source.options import DEFAULT_MAX_SPLIT_BYTES, ReadSpec, parse_size
+from acid_source.spark.options import read_spec, write_spec
+from acid_source.values import DEFAULT_MAX_SPLIT_BYTES, parse_size
 
 
 def test_defaults():
-    o = ReadSpec.from_options({"path": "/t"})
+    o = read_spec({"path": "/t"})
     assert o.write_ids is None and o.include_row_id is False and o.table_type == "auto"
     assert o.max_split_bytes == DEFAULT_MAX_SPLIT_BYTES and o.storage_options == ()
 
 
 def test_keys_are_case_insensitive_as_in_spark():
-    o = ReadSpec.from_options({"PATH": "/t", "includerowid": "TRUE", "VALIDWRITEIDS": "d.t:3:9223372036854775807::"})
+    o = read_spec({"PATH": "/t", "includerowid": "TRUE", "VALIDWRITEIDS": "d.t:3:9223372036854775807::"})
     assert o.include_row_id and o.write_ids.high_watermark == 3
 
 
 def test_storage_options_pass_through():
-    o = ReadSpec.from_options({"path": "memory://t", "fs.anon": "true"})
+    o = read_spec({"path": "memory://t", "fs.anon": "true"})
     assert o.storage_options == (("anon", "true"),)
 
 
@@ -27,7 +28,7 @@ def test_sizes(text, size):
 
 def test_path_is_required():
     with pytest.raises(InvalidOptionError, match="path"):
-        ReadSpec.from_options({})
+        read_spec({})
 
 
 # --- errors name options in their canonical spelling (Spark lower-cases the keys) -----------
@@ -36,17 +37,17 @@ from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from acid_source.errors import InvalidSnapshotError  # noqa: E402
-from acid_source.options import READ_OPTIONS, WRITE_OPTIONS, WriteSpec  # noqa: E402
+from acid_source.spark.options import READ_OPTIONS, WRITE_OPTIONS  # noqa: E402
 
 
 @pytest.mark.parametrize("parse, key, canonical", [
-    (ReadSpec.from_options, "validwriteid", "validWriteIds"),
-    (ReadSpec.from_options, "includerowids", "includeRowId"),
-    (ReadSpec.from_options, "maxsplitbyte", "maxSplitBytes"),
-    (ReadSpec.from_options, "partitionfilters", "partitionFilter"),
-    (WriteSpec.from_options, "compresion", "compression"),
-    (WriteSpec.from_options, "partitioncolumn", "partitionColumns"),
-    (WriteSpec.from_options, "numbucket", "numBuckets"),
+    (read_spec, "validwriteid", "validWriteIds"),
+    (read_spec, "includerowids", "includeRowId"),
+    (read_spec, "maxsplitbyte", "maxSplitBytes"),
+    (read_spec, "partitionfilters", "partitionFilter"),
+    (write_spec, "compresion", "compression"),
+    (write_spec, "partitioncolumn", "partitionColumns"),
+    (write_spec, "numbucket", "numBuckets"),
 ])
 def test_unknown_option_suggests_the_closest_known_one(parse, key, canonical):
     with pytest.raises(InvalidOptionError, match=f"did you mean '{canonical}'") as info:
@@ -56,13 +57,13 @@ def test_unknown_option_suggests_the_closest_known_one(parse, key, canonical):
 
 def test_unknown_option_without_a_close_match_lists_the_valid_ones():
     with pytest.raises(InvalidOptionError) as info:
-        ReadSpec.from_options({"path": "/t", "xyzzy": "1"})
+        read_spec({"path": "/t", "xyzzy": "1"})
     assert "did you mean" not in str(info.value) and "validWriteIds" in str(info.value)
 
 
 @pytest.mark.parametrize("parse, key, kind", [
-    (WriteSpec.from_options, "validwriteids", "read"), (WriteSpec.from_options, "includerowid", "read"),
-    (ReadSpec.from_options, "partitioncolumns", "write"), (ReadSpec.from_options, "compression", "write"),
+    (write_spec, "validwriteids", "read"), (write_spec, "includerowid", "read"),
+    (read_spec, "partitioncolumns", "write"), (read_spec, "compression", "write"),
 ])
 def test_an_option_of_the_other_direction_says_so(parse, key, kind):
     with pytest.raises(InvalidOptionError, match=f"is a {kind} option"):
@@ -77,7 +78,7 @@ def test_an_option_of_the_other_direction_says_so(parse, key, kind):
 ])
 def test_read_option_errors_use_the_canonical_name(key, value, canonical):
     with pytest.raises((InvalidOptionError, InvalidSnapshotError)) as info:
-        ReadSpec.from_options({"path": "/t", key: value})
+        read_spec({"path": "/t", key: value})
     assert f"option '{canonical}'" in str(info.value) and info.value.option == canonical
 
 
@@ -92,19 +93,19 @@ def test_read_option_errors_use_the_canonical_name(key, value, canonical):
 ])
 def test_write_option_errors_use_the_canonical_name(options, canonical):
     with pytest.raises(InvalidOptionError) as info:
-        WriteSpec.from_options({"path": "/t", **options})
+        write_spec({"path": "/t", **options})
     assert f"option '{canonical}'" in str(info.value) and info.value.option == canonical
 
 
 def test_an_option_given_twice_in_different_cases_is_an_error():
     with pytest.raises(InvalidOptionError, match="given twice"):
-        ReadSpec.from_options({"path": "/t", "includeRowId": "true", "INCLUDEROWID": "false"})
+        read_spec({"path": "/t", "includeRowId": "true", "INCLUDEROWID": "false"})
 
 
 @pytest.mark.parametrize("given, codec", [("ZLIB", "zlib"), ("none", "uncompressed"), ("Uncompressed", "uncompressed"),
                                           ("zstd", "zstd")])
 def test_compression_option_accepts_hive_spellings(given, codec):
-    assert WriteSpec.from_options({"path": "/t", "compression": given}).compression == codec
+    assert write_spec({"path": "/t", "compression": given}).compression == codec
 
 
 # --- fuzz: any dict of strings parses or raises one of the two option errors ----------------
@@ -128,7 +129,7 @@ _NASTY = ["", " ", "x", "-1", "0", "9" * 5000, "1e400", "inf", "nan", "\x00", "Ã
 
 
 @pytest.mark.parametrize("parse, known",
-                         [(ReadSpec.from_options, READ_OPTIONS), (WriteSpec.from_options, WRITE_OPTIONS)],
+                         [(read_spec, READ_OPTIONS), (write_spec, WRITE_OPTIONS)],
                          ids=["read", "write"])
 def test_every_known_option_with_nasty_values_raises_only_option_errors(parse, known):
     for key in known:
@@ -139,7 +140,7 @@ def test_every_known_option_with_nasty_values_raises_only_option_errors(parse, k
                 pass
 
 
-@pytest.mark.parametrize("parse", [ReadSpec.from_options, WriteSpec.from_options], ids=["read", "write"])
+@pytest.mark.parametrize("parse", [read_spec, write_spec], ids=["read", "write"])
 @settings(max_examples=200, deadline=None)
 @given(options=_OPTIONS, path=st.one_of(st.just("/t"), st.text(max_size=10)))
 def test_parse_raises_only_option_errors(parse, options, path):
@@ -152,9 +153,9 @@ def test_parse_raises_only_option_errors(parse, options, path):
 @pytest.mark.parametrize("value", ["nan", "inf", "-Infinity"])
 def test_time_travel_needs_a_finite_time(value):
     with pytest.raises(InvalidOptionError, match="finite"):
-        ReadSpec.from_options({"path": "/t", "timestampasof": value})
+        read_spec({"path": "/t", "timestampasof": value})
 
 
 def test_a_size_with_thousands_of_digits_is_an_option_error():
     with pytest.raises(InvalidOptionError, match="maxSplitBytes"):
-        ReadSpec.from_options({"path": "/t", "maxsplitbytes": "9" * 5000})
+        read_spec({"path": "/t", "maxsplitbytes": "9" * 5000})

@@ -1,13 +1,14 @@
-"""Option partitionFilter: a condition whose conjuncts read partition columns only, compiled by
-the expressions compiler (as rowFilter is) and evaluated on each partition's values by the
-planner's partition check."""
+"""partitionFilter (the read option, the argument of compaction): a condition whose conjuncts
+read partition columns only, compiled by the expressions compiler (as rowFilter is) and evaluated
+on each partition's values by the planner's partition check. The core names it as an argument;
+a Spark read reports it as the option (tests/spark/test_options.py)."""
 
 import datetime as dt
 
 import pyarrow as pa
 import pytest
 
-from acid_source.errors import InvalidOptionError
+from acid_source.errors import InvalidArgumentError
 from acid_source.expressions import parse_partition_filter
 from acid_source.expressions.parsing import MAX_NESTING
 from acid_source.scan.planner import partition_may_match
@@ -56,14 +57,14 @@ def test_the_rowfilter_grammar_applies_to_partition_columns():
     ("day = 'not a date'", "'not a date' is not a date"),
     ("n + 1", "a condition must be true or false"),
 ])
-def test_errors_name_the_option(text, fragment):
-    with pytest.raises(InvalidOptionError) as info:
+def test_errors_name_the_argument(text, fragment):
+    with pytest.raises(InvalidArgumentError) as info:
         parse(text)
-    assert fragment in str(info.value) and info.value.option == "partitionFilter"
+    assert fragment in str(info.value) and info.value.argument == "partitionFilter"
 
 
 def test_an_unpartitioned_table_has_no_partition_columns():
-    with pytest.raises(InvalidOptionError, match="none: the table is not partitioned"):
+    with pytest.raises(InvalidArgumentError, match="none: the table is not partitioned"):
         parse("name = 'x'", partitions=[])
 
 
@@ -76,18 +77,18 @@ def test_an_unpartitioned_table_has_no_partition_columns():
     ("region = 'x' AND name = 'a'", "not a partition column"),
 ])
 def test_conditions_it_cannot_evaluate_are_refused(text, fragment):
-    with pytest.raises(InvalidOptionError, match=fragment):
+    with pytest.raises(InvalidArgumentError, match=fragment):
         parse(text)
 
 
 def test_unterminated_string_says_where():
-    with pytest.raises(InvalidOptionError, match="line 1, column 10") as info:
+    with pytest.raises(InvalidArgumentError, match="line 1, column 10") as info:
         parse("region = 'eu AND n = 1")
     assert "unterminated" in str(info.value)
 
 
 def test_parse_errors_say_where_in_plain_text():
-    with pytest.raises(InvalidOptionError, match="line 1, column 10") as info:
+    with pytest.raises(InvalidArgumentError, match="line 1, column 10") as info:
         parse("region = = 'x'")
     assert "\x1b" not in str(info.value)
 
@@ -110,14 +111,14 @@ def test_long_chains_of_unary_minus_work():
     (" OR ".join(f"n = {i}" for i in range(100_000)), "at most 100000 are accepted"),
 ])
 def test_deep_or_huge_input_is_a_typed_error(text, fragment):
-    with pytest.raises(InvalidOptionError) as info:
+    with pytest.raises(InvalidArgumentError) as info:
         parse(text)
     assert fragment in str(info.value)
 
 
 def test_decimal_literal_that_is_not_a_number():
     schema = pa.schema([pa.field("d", pa.decimal128(10, 2))])
-    with pytest.raises(InvalidOptionError, match="'abc' is not a number"):
+    with pytest.raises(InvalidArgumentError, match="'abc' is not a number"):
         parse("d = 'abc'", schema, ["d"])
 
 
@@ -127,5 +128,5 @@ def test_a_condition_that_fails_on_a_partition_value_is_an_error_not_a_match():
     schema = pa.schema([pa.field("s", pa.string())])
     condition = parse_partition_filter("CAST(s AS INT) = 1", schema, ["s"]).expression
     assert partition_may_match(condition, list(schema), ("1",), "partitionFilter")
-    with pytest.raises(InvalidOptionError, match="partitionFilter.*s='x'"):
+    with pytest.raises(InvalidArgumentError, match="partitionFilter.*s='x'"):
         partition_may_match(condition, list(schema), ("x",), "partitionFilter")

@@ -96,8 +96,8 @@ def _behind(tmp_path, url, partitioned=False):
     """A table whose store was restored from a copy taken after its first append: storage holds
     the lost append (write id 2) and the lost delete (write id 3)."""
     path = str(tmp_path / "t")
-    create_table(path, PSCHEMA if partitioned else SCHEMA, partition_columns=["p"] if partitioned else (),
-                 metastore_url=url)
+    create_table(path, PSCHEMA if partitioned else SCHEMA, partitionColumns=["p"] if partitioned else (),
+                 metastoreUrl=url)
     table = AcidTable.load(path, metastoreUrl=url)
     p = {"p": "a"} if partitioned else {}
     table.append(_batch([1, 2], "first", **p))
@@ -185,8 +185,8 @@ def test_recovery_drop_then_adopt(tmp_path, store_url):
     """The way back from a store behind the disk: forget the table (files stay), register it
     again with the history on disk; rows read as storage has them, new writes go above."""
     path = _behind(tmp_path, store_url)
-    drop_table(path, metastore_url=store_url)
-    info = create_table(path, SCHEMA, adopt=True, metastore_url=store_url)
+    drop_table(path, metastoreUrl=store_url)
+    info = create_table(path, SCHEMA, adopt=True, metastoreUrl=store_url)
     assert _rows(path, store_url) == [(2, "first"), (3, "lost append")]
     table = AcidTable.load(path, metastoreUrl=store_url)
     metrics = table.append(_batch([4], "after"))
@@ -216,11 +216,11 @@ def _dropped_with_history(tmp_path, url) -> str:
     """A table with an append and a delete, dropped from the store without purge: its
     directories stay."""
     path = str(tmp_path / "t")
-    create_table(path, SCHEMA, metastore_url=url)
+    create_table(path, SCHEMA, metastoreUrl=url)
     table = AcidTable.load(path, metastoreUrl=url)
     table.append(_batch([1, 2], "old"))
     table.delete("id = 1")
-    drop_table(path, metastore_url=url)
+    drop_table(path, metastoreUrl=url)
     return path
 
 
@@ -228,7 +228,7 @@ def test_create_table_refuses_a_location_with_acid_history(tmp_path, sqlite_url)
     path = _dropped_with_history(tmp_path, sqlite_url)
     before = _files(path)
     with pytest.raises(StoreBehindStorageError) as caught:
-        create_table(path, SCHEMA, metastore_url=sqlite_url)
+        create_table(path, SCHEMA, metastoreUrl=sqlite_url)
     assert "adopt=True" in str(caught.value) and caught.value.location == path
     assert Metastore(sqlite_url).find_table(path) is None
     assert _files(path) == before
@@ -240,7 +240,7 @@ def test_create_table_refuses_a_location_with_acid_history(tmp_path, sqlite_url)
 
 def test_recreate_with_adopt_keeps_deleted_rows_deleted(tmp_path, sqlite_url):
     path = _dropped_with_history(tmp_path, sqlite_url)
-    create_table(path, SCHEMA, adopt=True, metastore_url=sqlite_url)
+    create_table(path, SCHEMA, adopt=True, metastoreUrl=sqlite_url)
     AcidTable.load(path, metastoreUrl=sqlite_url).append(_batch([3], "new"))
     assert _rows(path, sqlite_url) == [(2, "old"), (3, "new")]  # row 1 stays deleted
 
@@ -249,21 +249,21 @@ def test_adopt_checks_the_layout(tmp_path, sqlite_url):
     from acid_source.errors import SchemaError
 
     path = str(tmp_path / "t")
-    create_table(path, PSCHEMA, partition_columns=["p"], metastore_url=sqlite_url)
+    create_table(path, PSCHEMA, partitionColumns=["p"], metastoreUrl=sqlite_url)
     AcidTable.load(path, metastoreUrl=sqlite_url).append(_batch([1], "a", p="x"))
-    drop_table(path, metastore_url=sqlite_url)
+    drop_table(path, metastoreUrl=sqlite_url)
     with pytest.raises(SchemaError, match="partition"):
-        create_table(path, PSCHEMA, adopt=True, metastore_url=sqlite_url)  # not partitioned by p
+        create_table(path, PSCHEMA, adopt=True, metastoreUrl=sqlite_url)  # not partitioned by p
     with pytest.raises(SchemaError, match="insert-only|insert_only"):
-        create_table(path, PSCHEMA, partition_columns=["p"], insert_only=True, adopt=True, metastore_url=sqlite_url)
+        create_table(path, PSCHEMA, partitionColumns=["p"], insertOnly=True, adopt=True, metastoreUrl=sqlite_url)
     assert Metastore(sqlite_url).find_table(path) is None
-    create_table(path, PSCHEMA, partition_columns=["p"], adopt=True, metastore_url=sqlite_url)
+    create_table(path, PSCHEMA, partitionColumns=["p"], adopt=True, metastoreUrl=sqlite_url)
     assert AcidTable.load(path, metastoreUrl=sqlite_url).toArrow().num_rows == 1
 
 
 def test_adopt_of_an_empty_location_creates_a_table(tmp_path, sqlite_url):
     path = str(tmp_path / "t")
-    create_table(path, SCHEMA, adopt=True, metastore_url=sqlite_url)
+    create_table(path, SCHEMA, adopt=True, metastoreUrl=sqlite_url)
     assert AcidTable.load(path, metastoreUrl=sqlite_url).append(_batch([1]))["writeId"] == 1
     assert AcidTable.load(path, metastoreUrl=sqlite_url).history()[-1]["operation"] == "insert"
 
@@ -272,7 +272,7 @@ def test_compaction_refuses_an_output_directory_that_exists(tmp_path, sqlite_url
     """A store restored to before a compaction hands the compaction's transaction id out again:
     the next compaction would write into the lost one's ``delta_1_2_vT``."""
     path = str(tmp_path / "t")
-    create_table(path, SCHEMA, metastore_url=sqlite_url)
+    create_table(path, SCHEMA, metastoreUrl=sqlite_url)
     table = AcidTable.load(path, metastoreUrl=sqlite_url)
     table.append(_batch([1], "a"))
     table.append(_batch([2], "b"))
@@ -311,22 +311,22 @@ def test_adopt_refuses_compaction_outputs_whose_transaction_is_not_committed(tmp
     from acid_source.metastore.sql.schema import txns
 
     path = str(tmp_path / "t")
-    create_table(path, SCHEMA, metastore_url=sqlite_url)
+    create_table(path, SCHEMA, metastoreUrl=sqlite_url)
     table = AcidTable.load(path, metastoreUrl=sqlite_url)
     table.append(_batch([1], "a"))
     table.append(_batch([2], "b"))
     txn_id = table.compact("minor")["txnId"]
-    drop_table(path, metastore_url=sqlite_url)
+    drop_table(path, metastoreUrl=sqlite_url)
     engine = sa.create_engine(sqlite_url)
     with engine.begin() as conn:  # what the restored copy says of that transaction
         conn.execute(sa.update(txns).where(txns.c.txn_id == txn_id).values(state="aborted"))
     engine.dispose()
     with pytest.raises(StoreBehindStorageError, match=f"transaction {txn_id} is aborted") as caught:
-        create_table(path, SCHEMA, adopt=True, metastore_url=sqlite_url)
+        create_table(path, SCHEMA, adopt=True, metastoreUrl=sqlite_url)
     assert caught.value.directories and all(f"_v{txn_id:07d}" in d for d in caught.value.directories)
     assert Metastore(sqlite_url).find_table(path) is None
     fresh = f"sqlite:///{tmp_path}/fresh.db"
-    create_table(path, SCHEMA, adopt=True, metastore_url=fresh)
+    create_table(path, SCHEMA, adopt=True, metastoreUrl=fresh)
     AcidTable.load(path, metastoreUrl=fresh).append(_batch([3], "c"))
     assert _rows(path, fresh) == [(1, "a"), (2, "b"), (3, "c")]
     assert Metastore(fresh).valid_txns().high_watermark > txn_id
@@ -339,7 +339,7 @@ def _committed_after_the_copy(tmp_path, url):
     copy restored. The store now says 2 is open (and, once silent, aborted) though it
     committed, and does not know 3."""
     path = str(tmp_path / "t")
-    create_table(path, SCHEMA, metastore_url=url)
+    create_table(path, SCHEMA, metastoreUrl=url)
     table = AcidTable.load(path, metastoreUrl=url)
     table.append(_batch([1], "first"))
     copy = StoreCopy(url, tmp_path)
@@ -358,7 +358,7 @@ def test_clean_aborted_writes_refuses_a_restored_store(tmp_path, sqlite_url):
     path = _committed_after_the_copy(tmp_path, sqlite_url)
     before = _files(path)
     with pytest.raises(StoreBehindStorageError):
-        clean_aborted_writes(path, metastore_url=sqlite_url, expire_after_seconds=0)
+        clean_aborted_writes(path, metastoreUrl=sqlite_url, expireAfterSeconds=0)
     assert _files(path) == before  # write id 2's committed directory is still there
 
 
@@ -368,5 +368,5 @@ def test_vacuum_refuses_a_restored_store(tmp_path, sqlite_url):
     store.abort_expired(0, table_id=store.get_table(path).table_id)  # write id 2 now reads as aborted
     before = _files(path)
     with pytest.raises(StoreBehindStorageError):
-        vacuum(path, metastore_url=sqlite_url, retention_seconds=0)
+        vacuum(path, metastoreUrl=sqlite_url, retentionSeconds=0)
     assert _files(path) == before

@@ -12,8 +12,8 @@ from core_read import read_rows
 
 from acid_source import create_table
 from acid_source.errors import MetastoreError, MetastoreNotFoundError
-from acid_source.options import WriteSpec
 from acid_source.resolve import resolve_table
+from acid_source.specs import WriteSpec
 from acid_source.table import AcidTable
 from acid_source.writes import stage_write
 

@@ -41,7 +41,7 @@ operation = st.one_of(
 @given(history=st.lists(operation, min_size=1, max_size=8))
 def test_duckdb_polars_and_pyarrow_read_a_scan_as_the_model_says(tmp_path_factory, history):
     path = str(tmp_path_factory.mktemp("t") / "t")
-    create_table(path, SCHEMA, partition_columns=["day"])
+    create_table(path, SCHEMA, partitionColumns=["day"])
     table = AcidTable.load(path)
     rows: list[tuple[int, int, str]] = []
     for op in history:
@@ -72,7 +72,7 @@ def test_duckdb_polars_and_pyarrow_read_a_scan_as_the_model_says(tmp_path_factor
 
 def test_a_filtered_projected_scan_streams_its_columns_and_holds_its_lease_while_read(tmp_path):
     path = str(tmp_path / "t")
-    create_table(path, SCHEMA, partition_columns=["day"])
+    create_table(path, SCHEMA, partitionColumns=["day"])
     table = AcidTable.load(path)
     for day in ("a", "b", "c"):
         table.append(pa.table({"id": pa.array(range(3), pa.int64()), "v": pa.array([1, 2, 3], pa.int64()),

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from acid_source import create_table
-from acid_source.errors import InvalidOptionError, NotEnoughHistoryError, VersionNotFoundError
+from acid_source.errors import InvalidArgumentError, NotEnoughHistoryError, VersionNotFoundError
 from acid_source.table import AcidTable
 
 SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.string())])
@@ -28,7 +28,7 @@ ops = st.lists(
 def test_version_as_of_equals_the_model_after_that_write(tmp_path_factory, history):
     base = tmp_path_factory.mktemp("tt")
     url = f"sqlite:///{base}/store.db"
-    create_table(str(base / "t"), SCHEMA, partition_columns=["p"], metastore_url=url)
+    create_table(str(base / "t"), SCHEMA, partitionColumns=["p"], metastoreUrl=url)
     t = AcidTable.load(str(base / "t"), metastoreUrl=url)
     model: list[tuple[int, str]] = []
     after: dict[int, list] = {}  # write id -> the model right after it committed
@@ -70,7 +70,7 @@ def test_version_as_of_equals_the_model_after_that_write(tmp_path_factory, histo
 
 def _table(tmp_path):
     url = f"sqlite:///{tmp_path}/store.db"
-    create_table(str(tmp_path / "t"), SCHEMA, metastore_url=url)
+    create_table(str(tmp_path / "t"), SCHEMA, metastoreUrl=url)
     t = AcidTable.load(str(tmp_path / "t"), metastoreUrl=url)
     for i in range(3):
         t.append(pa.table({"id": pa.array([i], pa.int64()), "p": ["a"]}))
@@ -85,7 +85,7 @@ def test_unknown_versions_and_times_are_typed_errors(tmp_path):
     with pytest.raises(VersionNotFoundError):
         t.scan(timestampAsOf="1999-01-01T00:00:00")
     assert t.scan(timestampAsOf=first).count() == 1
-    with pytest.raises(InvalidOptionError, match="timestampAsOf"):
+    with pytest.raises(InvalidArgumentError, match="timestampAsOf"):
         t.scan(timestampAsOf="last tuesday")
 
 
@@ -112,7 +112,7 @@ def _history_table(tmp_path, **create):
     """A partitioned table and the model of its rows after each version: appends and deletes,
     the model kept from the writes (never from the reader)."""
     url = f"sqlite:///{tmp_path}/store.db"
-    create_table(str(tmp_path / "t"), SCHEMA, partition_columns=["p"], metastore_url=url, **create)
+    create_table(str(tmp_path / "t"), SCHEMA, partitionColumns=["p"], metastoreUrl=url, **create)
     t = AcidTable.load(str(tmp_path / "t"), metastoreUrl=url)
     model: dict[int, list] = {}
     rows: list[tuple[int, str]] = []
@@ -188,7 +188,7 @@ def test_the_latest_version_stays_readable_after_a_failed_write_and_a_major_comp
 def test_insert_only_versions_inside_a_minor_compaction_cannot_be_served(tmp_path):
     """An insert-only table's files carry no write id per row: a compacted delta_1_3 serves the
     versions that see all of 1..3, never version 1 or 2."""
-    t, model, append, _ = _history_table(tmp_path, insert_only=True)
+    t, model, append, _ = _history_table(tmp_path, insertOnly=True)
     for start in (0, 2, 4):
         append(range(start, start + 2))
     t.compact("minor")
@@ -205,7 +205,7 @@ def test_version_zero_is_the_created_table_and_negative_versions_are_refused(tmp
     t = _table(tmp_path)
     empty = t.scan(versionAsOf=0).toArrow()
     assert empty.num_rows == 0 and empty.schema.names == ["id", "p"]
-    with pytest.raises(InvalidOptionError, match="versionAsOf"):
+    with pytest.raises(InvalidArgumentError, match="versionAsOf"):
         t.scan(versionAsOf=-1)
 
 

@@ -166,7 +166,7 @@ def test_create_table_from_a_struct_type(tmp_path, store):
 
     struct = StructType([StructField("id", LongType(), False), StructField("tags", ArrayType(StringType())),
                          StructField("at", TimestampNTZType())])
-    table = create_table(tmp_path / "t", struct, metastore_url=store)
+    table = create_table(tmp_path / "t", struct, metastoreUrl=store)
     assert table.schema == parse_ddl_schema("id bigint not null, tags array<string>, at timestamp_ntz")
 
 
@@ -184,19 +184,19 @@ def test_create_table_from_ddl_does_not_import_pyspark(tmp_path, store):
 
 def test_create_table_rejects_what_is_not_a_schema(tmp_path, store):
     with pytest.raises(InvalidArgumentError, match="'schema'.*got dict"):
-        create_table(tmp_path / "t", {"id": "bigint"}, metastore_url=store)
+        create_table(tmp_path / "t", {"id": "bigint"}, metastoreUrl=store)
     with pytest.raises(InvalidArgumentError, match="'location'"):
-        create_table("  ", "id bigint", metastore_url=store)
+        create_table("  ", "id bigint", metastoreUrl=store)
     with pytest.raises(InvalidArgumentError, match="'partition_columns'"):
-        create_table(tmp_path / "t", "id bigint, ds date", partition_columns="ds", metastore_url=store)
+        create_table(tmp_path / "t", "id bigint, ds date", partitionColumns="ds", metastoreUrl=store)
     with pytest.raises(InvalidArgumentError, match="'num_buckets'"):
-        create_table(tmp_path / "t", "id bigint", bucket_columns=["id"], num_buckets=-1, metastore_url=store)
+        create_table(tmp_path / "t", "id bigint", bucketColumns=["id"], numBuckets=-1, metastoreUrl=store)
     assert Metastore(store).find_table(tmp_path / "t") is None
 
 
 def test_create_table_then_write_a_ddl_table(tmp_path, store):
     path = tmp_path / "t"
-    create_table(path, "id bigint, name string, day date", partition_columns=["day"], metastore_url=store)
+    create_table(path, "id bigint, name string, day date", partitionColumns=["day"], metastoreUrl=store)
     write(path, [[rows([1, 2], day=dt.date(2026, 11, 21))]], metastore_url=store)
     got = read_rows(path, metastoreUrl=store)
     assert sorted((r["id"], r["day"]) for r in got) == [(1, dt.date(2026, 11, 21)), (2, dt.date(2026, 11, 21))]
@@ -210,7 +210,7 @@ def test_create_table_then_write_a_ddl_table(tmp_path, store):
 ])
 def test_every_codec_creates_writes_and_reads(tmp_path, store, given, codec, hive_name):
     path = tmp_path / "t"
-    table = create_table(path, "id bigint, name string", compression=given, metastore_url=store)
+    table = create_table(path, "id bigint, name string", compression=given, metastoreUrl=store)
     assert table.compression == codec and table.properties["orc.compress"] == hive_name
     write(path, [[rows(list(range(100)), name="row")]], metastore_url=store)
     assert sorted(r["id"] for r in read_rows(path, metastoreUrl=store)) == list(range(100))
@@ -227,7 +227,7 @@ def test_write_option_compression_reaches_a_new_table(tmp_path, store):
 
 def test_lzo_is_a_typed_error_naming_the_option(tmp_path, store):
     with pytest.raises(InvalidArgumentError, match="'compression'.*LZO") as info:
-        create_table(tmp_path / "t", "id bigint", compression="lzo", metastore_url=store)
+        create_table(tmp_path / "t", "id bigint", compression="lzo", metastoreUrl=store)
     assert info.value.argument == "compression"
     with pytest.raises(InvalidOptionError, match="'compression'.*LZO") as info:
         write(tmp_path / "w", [[rows([1])]], metastore_url=store, compression="lzo")
@@ -237,7 +237,7 @@ def test_lzo_is_a_typed_error_naming_the_option(tmp_path, store):
 
 def test_unknown_codec_lists_the_valid_ones(tmp_path, store):
     with pytest.raises(InvalidArgumentError, match="zlib, snappy, zstd, lz4, uncompressed"):
-        create_table(tmp_path / "t", "id bigint", compression="gzip", metastore_url=store)
+        create_table(tmp_path / "t", "id bigint", compression="gzip", metastoreUrl=store)
 
 
 # --- column and bucket column types, checked at create time ---------------------------------
@@ -250,7 +250,7 @@ def test_unknown_codec_lists_the_valid_ones(tmp_path, store):
 def test_column_types_orc_cannot_store_are_refused(tmp_path, store, arrow_type, fragment):
     schema = pa.schema([("id", pa.int64()), ("c", pa.struct([("inner", arrow_type)]))])
     with pytest.raises(SchemaError, match=fragment) as info:
-        create_table(tmp_path / "t", schema, metastore_url=store)
+        create_table(tmp_path / "t", schema, metastoreUrl=store)
     assert info.value.column == "c" and "'c.inner'" in str(info.value)
 
 
@@ -259,7 +259,7 @@ def test_column_types_orc_cannot_store_are_refused(tmp_path, store, arrow_type, 
 def test_hashable_bucket_columns_are_written(tmp_path, store, ddl):
     """Hive's bucketing hash (layout/bucketing.py) covers maps, floats, structs and arrays."""
     path = tmp_path / "t"
-    table = create_table(path, f"id bigint, {ddl}", bucket_columns=["c"], num_buckets=2, metastore_url=store)
+    table = create_table(path, f"id bigint, {ddl}", bucketColumns=["c"], numBuckets=2, metastoreUrl=store)
     batch = pa.RecordBatch.from_pylist([], schema=table.schema)
     write(path, [[batch]], metastore_url=store)
 
@@ -270,7 +270,7 @@ def test_zoned_timestamps_inside_bucket_columns_hash_as_wall_clock(tmp_path, sto
     from acid_source.layout.bucketing import bucket_ids
 
     path = tmp_path / "t"
-    table = create_table(path, f"id bigint, {ddl}", bucket_columns=["s"], num_buckets=4, metastore_url=store)
+    table = create_table(path, f"id bigint, {ddl}", bucketColumns=["s"], numBuckets=4, metastoreUrl=store)
     moments = [dt.datetime(2024, 1, d, 10, tzinfo=dt.timezone.utc) for d in range(1, 9)]
     zoned = table.schema.field("s").type
     naive = {"s struct<t:timestamp>": lambda m: {"t": m}, "s array<timestamp>": lambda m: [m],
@@ -291,54 +291,54 @@ def test_zoned_timestamps_inside_bucket_columns_hash_as_wall_clock(tmp_path, sto
 
 def test_drop_table_by_location_keeps_files_unless_purged(tmp_path, store):
     path = tmp_path / "t"
-    create_table(path, "id bigint, name string", metastore_url=store)
+    create_table(path, "id bigint, name string", metastoreUrl=store)
     write(path, [[rows([1])]], metastore_url=store)
-    dropped = drop_table(path, metastore_url=store)
+    dropped = drop_table(path, metastoreUrl=store)
     assert dropped.location == str(path.resolve())
     assert Metastore(store).find_table(path) is None and any(path.iterdir())
     with pytest.raises(TableNotRegisteredError):
-        drop_table(str(path), metastore_url=store)
-    assert drop_table(str(path), if_exists=True, metastore_url=store) is None
+        drop_table(str(path), metastoreUrl=store)
+    assert drop_table(str(path), ifExists=True, metastoreUrl=store) is None
     # its files hold an ACID history: registered again only by adopting it, then purged with them
     with pytest.raises(StoreBehindStorageError, match="adopt=True"):
-        create_table(path, "id bigint, name string", metastore_url=store)
-    create_table(path, "id bigint, name string", adopt=True, metastore_url=store)
-    drop_table(str(path), purge=True, metastore_url=store)
+        create_table(path, "id bigint, name string", metastoreUrl=store)
+    create_table(path, "id bigint, name string", adopt=True, metastoreUrl=store)
+    drop_table(str(path), purge=True, metastoreUrl=store)
     assert not path.exists()
 
 
 def test_drop_table_by_name_with_purge(tmp_path, store):
     path = tmp_path / "t"
-    create_table(path, "id bigint, name string", name="db.Sales", metastore_url=store)
+    create_table(path, "id bigint, name string", name="db.Sales", metastoreUrl=store)
     write(path, [[rows([1, 2])]], metastore_url=store)
-    assert drop_table("DB.sales", purge=True, metastore_url=store).name == "db.sales"
+    assert drop_table("DB.sales", purge=True, metastoreUrl=store).name == "db.sales"
     assert not path.exists()
     with pytest.raises(TableNotRegisteredError, match="db.sales"):
-        drop_table("db.sales", metastore_url=store)
-    create_table(path, "id bigint", name="db.sales", metastore_url=store)  # name and location are free again
+        drop_table("db.sales", metastoreUrl=store)
+    create_table(path, "id bigint", name="db.sales", metastoreUrl=store)  # name and location are free again
 
 
 def test_drop_table_is_refused_while_a_write_is_open(tmp_path, store):
     path = tmp_path / "t"
-    table = create_table(path, "id bigint", metastore_url=store)
+    table = create_table(path, "id bigint", metastoreUrl=store)
     ms = Metastore(store)
     txn = ms.open_transaction()
     ms.allocate_write_id(txn, table.table_id)
     with pytest.raises(TransactionStateError):
-        drop_table(path, purge=True, metastore_url=store)
+        drop_table(path, purge=True, metastoreUrl=store)
     assert path.exists() and ms.find_table(path) is not None
 
 
 def test_drop_table_arguments(tmp_path, store):
     with pytest.raises(InvalidArgumentError, match="'purge'"):
-        drop_table(tmp_path / "t", purge="yes", metastore_url=store)
+        drop_table(tmp_path / "t", purge="yes", metastoreUrl=store)
     with pytest.raises(InvalidArgumentError, match="'location'"):
-        drop_table("", metastore_url=store)
+        drop_table("", metastoreUrl=store)
 
 
 def test_create_table_twice(tmp_path, store):
-    create_table(tmp_path / "t", "id bigint", metastore_url=store)
+    create_table(tmp_path / "t", "id bigint", metastoreUrl=store)
     with pytest.raises(TableExistsError):
-        create_table(tmp_path / "t", "id bigint", metastore_url=store)
-    assert create_table(tmp_path / "t", "id bigint", if_not_exists=True, metastore_url=store)
+        create_table(tmp_path / "t", "id bigint", metastoreUrl=store)
+    assert create_table(tmp_path / "t", "id bigint", ifNotExists=True, metastoreUrl=store)
     assert acid_source.drop_table is drop_table

@@ -61,7 +61,7 @@ def table(tmp_path, monkeypatch):
     url = f"sqlite:///{tmp_path}/store.db"
     monkeypatch.setenv("ACIDORC_METASTORE_URL", url)
     path = str(tmp_path / "t")
-    create_table(path, pa.schema([("id", pa.int64())]), metastore_url=url)
+    create_table(path, pa.schema([("id", pa.int64())]), metastoreUrl=url)
     from acid_source.table import AcidTable
 
     AcidTable.load(path).append(pa.table({"id": pa.array([1, 2, 3], pa.int64())}))
@@ -132,5 +132,5 @@ def test_a_compaction_task_imports_nothing_driver_side(table):
         shipped.extend(tasks)
         return [run_in_fresh_interpreter("function", (run_task, (task,))) for task in tasks]
 
-    metrics = compact_table(table, "major", run_tasks=runner)
+    metrics = compact_table(table, "major", runTasks=runner)
     assert shipped and metrics["partitions"] and ids(table) == [1, 2, 3, 4]

@@ -34,7 +34,7 @@ def _rows(table: pa.Table) -> list[tuple[int, str]]:
 def test_every_version_reads_exactly_or_names_the_oldest_that_does(tmp_path_factory, history):
     base = tmp_path_factory.mktemp("ttc")
     url = f"sqlite:///{base}/store.db"
-    create_table(str(base / "t"), SCHEMA, partition_columns=["p"], metastore_url=url)
+    create_table(str(base / "t"), SCHEMA, partitionColumns=["p"], metastoreUrl=url)
     t = AcidTable.load(str(base / "t"), metastoreUrl=url)
     rows: list[tuple[int, str]] = []
     model: dict[int, list] = {}

@@ -27,7 +27,7 @@ def store(tmp_path):
 
 @pytest.fixture
 def table(tmp_path, store):
-    info = create_table(str(tmp_path / "t"), SCHEMA, metastore_url=f"sqlite:///{tmp_path}/store.db")
+    info = create_table(str(tmp_path / "t"), SCHEMA, metastoreUrl=f"sqlite:///{tmp_path}/store.db")
     return info, Storage(info.location)
 
 
@@ -154,7 +154,7 @@ def test_appends_heartbeat_from_the_driver_not_from_tasks(tmp_path, monkeypatch)
     # an AcidTable write keeps its transaction alive while a slow source is consumed
     monkeypatch.setenv("ACIDORC_HEARTBEAT_SECONDS", "0.05")
     url = f"sqlite:///{tmp_path}/store.db"
-    create_table(str(tmp_path / "t"), SCHEMA, metastore_url=url)
+    create_table(str(tmp_path / "t"), SCHEMA, metastoreUrl=url)
     t = AcidTable.load(str(tmp_path / "t"), metastoreUrl=url)
     store = Metastore(url)
     seen = []

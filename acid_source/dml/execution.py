@@ -14,15 +14,15 @@ The order is what makes it safe:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..commit import record_results, touched_partitions
-from ..errors import InvalidArgumentError, UnsupportedOperationError
+from ..errors import UnsupportedOperationError
 from ..faults import pause_point
 from ..maintenance.auto_compact import compact_after_write
 from ..resolve import registered_table, resolve_table
 from ..scan.resolved import ResolvedTable
+from ..table_ref import TableRef
 from ..txn import Transaction
 from ..write.rows import existing_partition_dirs
 from ..write.task import TaskResult
@@ -30,37 +30,11 @@ from ..writes import plan_for_table
 from .events import COUNT_NAMES, DELETE, INSERT, UPDATE_INSERT, ChangePlan
 from .row_conflicts import commit_with_row_conflicts
 
-CONFLICT_MODES = ("object", "row")
-
-
-def conflict_mode(value: str | None) -> str:
-    """The conflict detection of a DML: ``"object"`` (Hive's rule, the default: it fails when
-    its data object changed after it started) or ``"row"`` (it fails only when a commit after
-    its snapshot deleted or updated one of the same rows, or overwrote its data object;
-    :mod:`acid_source.dml.row_conflicts`)."""
-    if value is None:
-        return "object"
-    mode = str(value).strip().lower()
-    if mode not in CONFLICT_MODES:
-        raise InvalidArgumentError("conflictDetection", f"expected one of {CONFLICT_MODES}, got {value!r}")
-    return mode
-
-
-@dataclass(frozen=True)
-class DmlTarget:
-    """The table a DML changes, as the caller named it."""
-
-    location: str
-    metastore_url: str | None = None
-    storage_options: tuple = ()
-    conflict_detection: str = "object"
-
-
 #: produce(resolved table at the snapshot, plan for the tasks) -> what the tasks wrote
 Producer = Callable[[ResolvedTable, ChangePlan], list[TaskResult]]
 
 
-def run_dml(target: DmlTarget, operation: str, produce: Producer, *,
+def run_dml(target: TableRef, operation: str, produce: Producer, *,
             merge_condition: str | None = None, repeated_deletes: bool = False,
             compaction_runner: Callable | None = None) -> dict[str, Any]:
     """Run one DML statement on ``target`` and return its metrics."""

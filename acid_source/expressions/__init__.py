@@ -32,8 +32,7 @@ from .conditions import (
     parse_condition,
     parse_partition_filter,
     parse_value_expression,
-    partition_condition,
 )
 
 __all__ = ["Condition", "ValueExpression", "columns_of", "parse_condition", "parse_partition_filter",
-           "parse_value_expression", "partition_condition"]
+           "parse_value_expression"]

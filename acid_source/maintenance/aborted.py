@@ -7,8 +7,11 @@ space, and safe at any time: it only removes directories of write ids the store 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
+from ..deprecation import renamed, warn
 from ..faults import crash_point
 from ..layout.ids_on_storage import list_ids_on_storage
 from ..metastore import connect
@@ -20,34 +23,43 @@ DEFAULT_EXPIRY_SECONDS = 600.0
 
 @dataclass
 class CleanupReport:
-    expired_transactions: list[int] = field(default_factory=list)
+    """What :func:`clean_aborted_writes` did: the transactions it aborted (``expiredTransactions``)
+    and the directories it removed (``removed``; in a dry run, those it would remove)."""
+
+    expiredTransactions: list[int] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
 
+    @property
+    def expired_transactions(self) -> list[int]:
+        warn("CleanupReport.expired_transactions", "expiredTransactions")
+        return self.expiredTransactions
 
-def clean_aborted_writes(location: str, *, metastore_url: str | None = None,
-                         expire_after_seconds: float = DEFAULT_EXPIRY_SECONDS,
-                         dry_run: bool = False, storage_options: dict | None = None) -> CleanupReport:
-    """Abort the table's transactions silent for ``expire_after_seconds``, then remove every
+
+@renamed(metastore_url="metastoreUrl", expire_after_seconds="expireAfterSeconds", dry_run="dryRun",
+         storage_options="storageOptions")
+def clean_aborted_writes(location: str, *, metastoreUrl: str | None = None,
+                         expireAfterSeconds: float = DEFAULT_EXPIRY_SECONDS,
+                         dryRun: bool = False, storageOptions: Mapping[str, Any] | None = None) -> CleanupReport:
+    """Abort the table's transactions silent for ``expireAfterSeconds``, then remove every
     delta, delete delta or base directory of the table whose write ids are all aborted.
 
     Transactions of other tables are left alone; silent ones holding no write id at all (a
     dead compactor's, whose ``_vT`` outputs ``vacuum`` then removes) are aborted too.
-    ``dry_run`` reports without changing
-    anything (it does not abort either).
+    ``dryRun`` reports without changing anything (it does not abort either).
     """
-    metastore = connect(metastore_url, existing=True)
+    metastore = connect(metastoreUrl, existing=True)
     table = metastore.get_table(location)
-    storage = Storage(table.location, tuple(sorted((storage_options or {}).items())))
+    storage = Storage(table.location, tuple(sorted((storageOptions or {}).items())))
     # A store restored from an older copy calls the write ids that were open then aborted
     # (once they expire), though they may have committed since: remove nothing it never saw.
     metastore.refuse_if_behind(table.table_id, list_ids_on_storage(storage))
     report = CleanupReport()
-    if not dry_run:
-        report.expired_transactions = metastore.abort_expired(expire_after_seconds, table_id=table.table_id)
+    if not dryRun:
+        report.expiredTransactions = metastore.abort_expired(expireAfterSeconds, table_id=table.table_id)
         crash_point("cleanup.after_expire")
     aborted = metastore.write_ids_of(table.table_id, "aborted")
     report.removed = write_id_dirs(storage, aborted)
-    if not dry_run:
+    if not dryRun:
         for path in report.removed:
             storage.remove(path, recursive=True)
             crash_point("cleanup.during_removal")

@@ -11,14 +11,14 @@ import logging
 from collections.abc import Iterable, Mapping
 from typing import Any, Callable
 
-from ..metastore import Metastore
+from ..metastore import TransactionStore
 from .initiator import initiate_table, open_metastore
 from .thresholds import after_commit_enabled, auto_compaction_disabled
 
 logger = logging.getLogger("acidorc.initiator")
 
 
-def compact_after_write(location: str, store: Metastore, partitions: Iterable[str], *,
+def compact_after_write(location: str, store: TransactionStore, partitions: Iterable[str], *,
                         storage_options: Mapping[str, Any] | Iterable[tuple[str, Any]] = (),
                         run_tasks: Callable | None = None) -> dict[str, Any]:
     """The post-commit step of a data write: the metrics it adds to the write's
@@ -28,7 +28,7 @@ def compact_after_write(location: str, store: Metastore, partitions: Iterable[st
     return {"autoCompaction": compactions} if compactions else {}
 
 
-def maybe_compact_after_commit(location: str, metastore_url: str | Metastore | None,
+def maybe_compact_after_commit(location: str, metastore_url: str | TransactionStore | None,
                                touched_partitions: Iterable[str], *,
                                storage_options: Mapping[str, Any] | Iterable[tuple[str, Any]] = (),
                                run_tasks: Callable | None = None) -> list[dict]:

@@ -68,13 +68,14 @@ import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from ..deprecation import renamed
 from ..errors import AcidError, InvalidArgumentError, NotEnoughHistoryError, StorageError
 from ..faults import pause_point
 from ..layout.acid_state import AcidState, get_acid_state
 from ..layout.ids_on_storage import ids_on_storage
 from ..layout.names import parse_dir_name
 from ..layout.table_dirs import REMOVING_MARKER, discover_layout
-from ..metastore import Metastore, connect
+from ..metastore import TransactionStore, connect
 from ..metastore.leases import CleanerView
 from ..settings import VACUUM_AFTER_COMPACTION, VACUUM_RETENTION_SECONDS, parse_seconds
 from ..storage import FileEntry, Storage, option_pairs
@@ -103,15 +104,17 @@ class _Plan:
     kept_for_recent: int = 0
 
 
-def vacuum(location: str | os.PathLike, *, dry_run: bool = False, metastore_url: str | None = None,
-           storage_options: Mapping | Iterable = (), retention_seconds: float | None = None,
-           metastore: Metastore | None = None) -> dict:
+@renamed(dry_run="dryRun", metastore_url="metastoreUrl", storage_options="storageOptions",
+         retention_seconds="retentionSeconds")
+def vacuum(location: str | os.PathLike, *, dryRun: bool = False, metastoreUrl: str | None = None,
+           storageOptions: Mapping | Iterable = (), retentionSeconds: float | None = None,
+           metastore: TransactionStore | None = None) -> dict:
     """Remove the table's obsolete and aborted directories that no reader can still need (see
-    the module docstring); with ``dry_run``, only report them.
+    the module docstring); with ``dryRun``, only report them.
 
-    ``retention_seconds`` (default ``$ACIDORC_VACUUM_RETENTION_SECONDS`` or 300): snapshots
+    ``retentionSeconds`` (default ``$ACIDORC_VACUUM_RETENTION_SECONDS`` or 300): snapshots
     taken less than this long ago are protected even without a lease. ``metastore``: an open
-    store to use instead of ``metastore_url``. The table must be registered in the store (its
+    store to use instead of ``metastoreUrl``. The table must be registered in the store (its
     transactions decide what is obsolete and what aborted).
 
     Returns ``dryRun``, ``removedPaths`` (removed, or that would be), ``numRemovedPaths``,
@@ -121,16 +124,16 @@ def vacuum(location: str | os.PathLike, *, dry_run: bool = False, metastore_url:
     ``expiredTransactions`` (transactions of the table, or holding no write id, silent for
     longer than the heartbeat timeout and aborted by this run; none in a dry run).
     """
-    dry_run = _flag(dry_run, "dry_run")
-    retention = default_retention_seconds() if retention_seconds is None else \
-        _seconds(retention_seconds, "retention_seconds")
-    store = metastore if metastore is not None else connect(metastore_url, existing=True)
+    dry_run = _flag(dryRun, "dryRun")
+    retention = default_retention_seconds() if retentionSeconds is None else \
+        _seconds(retentionSeconds, "retentionSeconds")
+    store = metastore if metastore is not None else connect(metastoreUrl, existing=True)
     info = store.get_table(location)  # TableNotRegisteredError for a table the store does not know
     # Drivers silent that long are dead (the view below ignores them already); aborting them
     # lets their directories go - a dead compactor's _vT outputs have no write id to clean by.
     expired = [] if dry_run else store.abort_expired(TXN_TIMEOUT_SECONDS, table_id=info.table_id)
     view = store.cleaner_view(info.table_id, retention_seconds=retention, txn_timeout_seconds=TXN_TIMEOUT_SECONDS)
-    storage = Storage(info.location, _storage_options(storage_options))
+    storage = Storage(info.location, _storage_options(storageOptions))
     plan = _Plan()
     if storage.exists(storage.root):  # listed after the store's view, as a reader does
         layout = discover_layout(storage)
@@ -162,7 +165,7 @@ def vacuum(location: str | os.PathLike, *, dry_run: bool = False, metastore_url:
 
 
 def vacuum_after_compaction(location: str, *, metastore_url: str | None = None, storage_options=(),
-                            metastore: Metastore | None = None, enabled: bool | None = None) -> dict | None:
+                            metastore: TransactionStore | None = None, enabled: bool | None = None) -> dict | None:
     """The vacuum a compaction runs once it committed: None when switched off (``enabled``
     False, or ``$ACIDORC_VACUUM_AFTER_COMPACTION=false``). The compaction is done whatever
     happens here, so a failure is logged and reported as ``{"error": message}``, not raised.
@@ -173,7 +176,7 @@ def vacuum_after_compaction(location: str, *, metastore_url: str | None = None, 
     if not enabled:
         return None
     try:
-        return vacuum(location, metastore_url=metastore_url, storage_options=storage_options, metastore=metastore)
+        return vacuum(location, metastoreUrl=metastore_url, storageOptions=storage_options, metastore=metastore)
     except AcidError as exc:
         log.warning("vacuum after compaction of %s failed: %s", location, exc)
         return {"error": str(exc)}

@@ -27,6 +27,7 @@ from typing import Any, Callable, Collection, Mapping
 
 from ..commit import COMPACTION, record_results
 from ..completeness import check_inputs, listed_snapshot, missing_data_error
+from ..deprecation import renamed
 from ..errors import StoreBehindStorageError
 from ..layout.ids_on_storage import ids_on_storage
 from ..layout.table_dirs import FULL_ACID, INSERT_ONLY, TableLayout
@@ -44,18 +45,20 @@ from .compaction_tasks import run_tasks as run_in_process
 TaskRunner = Callable[[list[CompactionTask]], list[TaskResult]]
 
 
-def compact_table(location: str, kind: str, *, partition_filter: str | None = None,
-                  partitions: Collection[str] | None = None, metastore_url: str | None = None,
-                  storage_options: Any = (), run_tasks: TaskRunner | None = None) -> dict[str, Any]:
+@renamed(partition_filter="partitionFilter", metastore_url="metastoreUrl", storage_options="storageOptions",
+         run_tasks="runTasks")
+def compact_table(location: str, kind: str, *, partitionFilter: str | None = None,
+                  partitions: Collection[str] | None = None, metastoreUrl: str | None = None,
+                  storageOptions: Any = (), runTasks: TaskRunner | None = None) -> dict[str, Any]:
     """Compact the table at ``location`` (``kind`` ``"minor"`` or ``"major"``), optionally only
-    the partitions matching ``partition_filter`` (a SQL condition on partition columns) and / or
+    the partitions matching ``partitionFilter`` (a SQL condition on partition columns) and / or
     only the data objects ``partitions`` (relative partition paths, ``""`` for an unpartitioned
     table: typed values, as the initiator knows them), in one transaction; returns its metrics.
     A table the transaction store does not know is refused (:class:`TableNotRegisteredError`):
     its write ids are not ours to reason about."""
     kind = compaction_kind(kind)
-    options = tuple(sorted(storage_options.items())) if isinstance(storage_options, Mapping) else tuple(storage_options)
-    store, info = registered_table(location, metastore_url, "; acidorc compacts only tables whose write ids it "
+    options = tuple(sorted(storageOptions.items())) if isinstance(storageOptions, Mapping) else tuple(storageOptions)
+    store, info = registered_table(location, metastoreUrl, "; acidorc compacts only tables whose write ids it "
                                    "allocates (Hive's own compactor compacts Hive's tables)")
     with Transaction.begin(store, description=f"{kind} compaction {info.location}", heartbeat="thread") as txn:
         storage = Storage(info.location, options)
@@ -67,7 +70,7 @@ def compact_table(location: str, kind: str, *, partition_filter: str | None = No
         store.refuse_if_behind(info.table_id, ids_on_storage(layout))
         table = ResolvedTable(storage, info.location, layout, write_ids, txns,
                               INSERT_ONLY if info.insert_only else FULL_ACID, info)
-        plan = plan_compaction(table, kind, txn.txn_id, partition_filter=partition_filter, partitions=partitions)
+        plan = plan_compaction(table, kind, txn.txn_id, partition_filter=partitionFilter, partitions=partitions)
         if not plan.objects:
             txn.abort("nothing to compact")
             return _metrics(plan, [])
@@ -76,14 +79,14 @@ def compact_table(location: str, kind: str, *, partition_filter: str | None = No
         txn.record_written(info.table_id, plan.output_dirs, storage=storage, no_write_id=True)
         for directory in plan.output_dirs:
             prepare_output_dir(storage, directory, plan.table_kind)
-        results = list((run_tasks or run_in_process)(plan.tasks))
+        results = list((runTasks or run_in_process)(plan.tasks))
         record_results(txn, info.table_id, results, storage=storage, write_id=None)
         if plan.table_kind == INSERT_ONLY:
             _fill_empty_outputs(plan, results)
         txn.set_commit(COMPACTION, {info.table_id: [o.partition for o in plan.objects]})
     metrics = _metrics(plan, results)
     # what earlier compactions made obsolete (never fails the compaction: it has committed)
-    metrics["vacuum"] = vacuum_after_compaction(info.location, metastore_url=metastore_url, storage_options=options,
+    metrics["vacuum"] = vacuum_after_compaction(info.location, metastore_url=metastoreUrl, storage_options=options,
                                                 metastore=store)
     return metrics
 

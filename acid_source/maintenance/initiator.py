@@ -17,10 +17,11 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any, Callable
 
+from ..deprecation import renamed
 from ..errors import ConflictError, InvalidOptionError, TableNotRegisteredError
 from ..layout.partitions import parse_partition_segment
 from ..layout.table_dirs import FULL_ACID, INSERT_ONLY, PartitionDir, TableLayout, discover_layout
-from ..metastore import Metastore, is_store
+from ..metastore import TransactionStore, is_store
 from ..metastore.tableinfo import TABLE_NAME, TableInfo
 from ..scan.resolved import ResolvedTable
 from ..storage import Storage
@@ -49,7 +50,7 @@ _failures: dict[tuple[str, int, str], int] = {}  # consecutive failed compaction
 _last_attempt: dict[tuple[str, int, str], float] = {}  # time.monotonic() of the last automatic one
 
 
-def _key(store: Metastore, table_id: int, partition: str) -> tuple[str, int, str]:
+def _key(store: TransactionStore, table_id: int, partition: str) -> tuple[str, int, str]:
     return (store.url, table_id, partition)
 
 
@@ -75,7 +76,7 @@ def _partial_layout(storage: Storage, info: TableInfo, partitions: Iterable[str]
     return TableLayout(storage, list(info.partition_columns), parts, listings)
 
 
-def initiate_table(store: Metastore, info: TableInfo, *, partitions: Iterable[str] | None, dry_run: bool,
+def initiate_table(store: TransactionStore, info: TableInfo, *, partitions: Iterable[str] | None, dry_run: bool,
                    storage_options: tuple, run_tasks: Any, after_commit: bool,
                    env: Mapping[str, str] | None = None) -> list[dict]:
     """Check a table's data objects (only ``partitions``, relative paths, if given) and compact
@@ -136,7 +137,7 @@ def initiate_table(store: Metastore, info: TableInfo, *, partitions: Iterable[st
     return results
 
 
-def _compact(store: Metastore, info: TableInfo, kind: str, batch: list[tuple[DataObject, dict]],
+def _compact(store: TransactionStore, info: TableInfo, kind: str, batch: list[tuple[DataObject, dict]],
              storage_options: tuple, run_tasks: Any) -> None:
     from .compactor import compact_table
 
@@ -149,8 +150,8 @@ def _compact(store: Metastore, info: TableInfo, kind: str, batch: list[tuple[Dat
     where = info.location + (f" (partitions {shown})" if info.partition_columns else "")
     logger.info("%s compaction of %s: %s", kind, where, "; ".join(e["reason"] for _, e in batch))
     try:
-        metrics = compact_table(info.location, kind, partitions=partitions, metastore_url=store.connect_url(),
-                                storage_options=storage_options, run_tasks=run_tasks)
+        metrics = compact_table(info.location, kind, partitions=partitions, metastoreUrl=store.connect_url(),
+                                storageOptions=storage_options, runTasks=run_tasks)
     except ConflictError as exc:  # an overwrite won: nothing to do, and not the compaction's fault
         logger.info("%s compaction of %s gave way to a concurrent write: %s", kind, where, exc)
         for _, entry in batch:
@@ -176,18 +177,20 @@ def _compact(store: Metastore, info: TableInfo, kind: str, batch: list[tuple[Dat
             entry.update(status="compacted", metrics=metrics)
 
 
-def open_metastore(metastore_url: str | Metastore | None) -> Metastore | None:
+def open_metastore(metastore_url: str | TransactionStore | None) -> TransactionStore | None:
     """The store a URL names (an open one as is); None when none exists yet."""
-    if is_store(metastore_url) or isinstance(metastore_url, Metastore):  # an open store, of either kind
-        return metastore_url  # type: ignore[return-value]
+    if is_store(metastore_url):  # an open store, of either kind
+        return metastore_url
     from ..resolve import open_store
 
     return open_store(metastore_url)
 
 
-def run_initiator(location_or_name: str | os.PathLike | None = None, *, metastore_url: str | None = None,
-                  dry_run: bool = False, storage_options: Mapping[str, Any] | None = None,
-                  run_tasks: Callable | None = None) -> list[dict]:
+@renamed(location_or_name="locationOrName", metastore_url="metastoreUrl", dry_run="dryRun",
+         storage_options="storageOptions", run_tasks="runTasks")
+def run_initiator(locationOrName: str | os.PathLike | None = None, *, metastoreUrl: str | None = None,
+                  dryRun: bool = False, storageOptions: Mapping[str, Any] | None = None,
+                  runTasks: Callable | None = None) -> list[dict]:
     """One pass of Hive's initiator over one table (a location, or a registered name such as
     ``db.sales``) or every table in the store: compact each data object over a threshold.
 
@@ -198,15 +201,15 @@ def run_initiator(location_or_name: str | os.PathLike | None = None, *, metastor
     ``error``: a bad threshold property). A failure on one table does not stop the others.
     Runs whatever ``ACIDORC_AUTO_COMPACT`` says: that switch is for the after-commit trigger.
     """
-    options = tuple(sorted((storage_options or {}).items()))
+    options = tuple(sorted((storageOptions or {}).items()))
     global_settings()  # a bad environment variable is the caller's error, raised now
-    store = open_metastore(metastore_url)
-    if location_or_name is None:
+    store = open_metastore(metastoreUrl)
+    if locationOrName is None:
         if store is None:  # no store yet: no tables
             return []
         infos = store.list_tables()
     else:
-        key = os.fspath(location_or_name).strip()
+        key = os.fspath(locationOrName).strip()
         if store is None:
             raise TableNotRegisteredError(location=None if TABLE_NAME.fullmatch(key) else key,
                                           name=key if TABLE_NAME.fullmatch(key) else None)
@@ -214,8 +217,8 @@ def run_initiator(location_or_name: str | os.PathLike | None = None, *, metastor
     results: list[dict] = []
     for info in infos:
         try:
-            results += initiate_table(store, info, partitions=None, dry_run=dry_run, storage_options=options,
-                                      run_tasks=run_tasks, after_commit=False)
+            results += initiate_table(store, info, partitions=None, dry_run=dryRun, storage_options=options,
+                                      run_tasks=runTasks, after_commit=False)
         except Exception as exc:  # e.g. the table's directory is gone: go on with the others
             logger.error("cannot check %s for compaction: %s", info.location, exc, exc_info=True)
             results.append(_entry(info, None, "error", error=f"{type(exc).__name__}: {exc}"))
@@ -234,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
                                                                "$ACIDORC_METASTORE_URL or ~/.acidorc)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    results = run_initiator(args.table, metastore_url=args.metastore_url, dry_run=args.dry_run)
+    results = run_initiator(args.table, metastoreUrl=args.metastore_url, dryRun=args.dry_run)
     for entry in results:
         print(json.dumps(entry, default=str))
     return 1 if any(e["status"] in ("failed", "error") for e in results) else 0

@@ -12,6 +12,7 @@ and ``leases`` (what the stores hand out and take).
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from .constants import CONFLICT_CHECKED, OPERATIONS, TXN_STATES
 from .contract import TransactionStore
@@ -19,15 +20,18 @@ from .sql import Metastore
 from .tableinfo import TableInfo, normalize_location
 from .urls import ENV_URL, check_shareable, default_url, is_thrift_url, named_url
 
+if TYPE_CHECKING:
+    from typing_extensions import TypeIs
 
-def is_store(value: object) -> bool:
+
+def is_store(value: object) -> TypeIs[TransactionStore]:
     """Whether ``value`` is an open transaction store: an object of a class that declares the
     contract (both stores subclass :class:`TransactionStore`; a look up the class's bases,
     where a structural check would test every member's presence on each call)."""
     return TransactionStore in type(value).__mro__
 
 
-def connect(url: str | os.PathLike | None = None, *, existing: bool = False, **kwargs):
+def connect(url: str | os.PathLike | None = None, *, existing: bool = False, **kwargs) -> TransactionStore:
     """The transaction store ``url`` names (else ``$ACIDORC_METASTORE_URL``, else the built-in
     SQLite file): a :class:`~acid_source.metastore.hive.HiveMetastore` for ``thrift://...``,
     a :class:`Metastore` otherwise. ``existing``: for readers, never create a store."""

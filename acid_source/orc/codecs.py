@@ -8,7 +8,7 @@ Hive records the same choice as the table property ``orc.compress`` with its own
 
 from __future__ import annotations
 
-from ..errors import InvalidOptionError
+from ..errors import InvalidArgumentError
 
 #: what pyarrow's ORC writer can write, in pyarrow's spelling; the first is the default
 CODECS = ("zlib", "snappy", "zstd", "lz4", "uncompressed")
@@ -24,11 +24,12 @@ ALIASES = {"none": "uncompressed"}
 UNWRITABLE = {"lzo": "pyarrow's ORC writer cannot write LZO files"}
 
 
-def canonical_codec(value, *, name: str = "compression", error: type = InvalidOptionError) -> str:
+def canonical_codec(value, *, name: str = "compression", error: type = InvalidArgumentError) -> str:
     """The codec ``value`` names, in pyarrow's spelling (case-insensitive; Hive's names accepted).
 
-    Anything else raises ``error(name, message)``: :class:`InvalidOptionError` for a Spark
-    option, :class:`~acid_source.errors.InvalidArgumentError` for a Python argument.
+    Anything else raises ``error(name, message)``, an
+    :class:`~acid_source.errors.InvalidArgumentError` unless told otherwise (the Spark edge
+    reports it as the option of that name).
     """
     text = str(value).strip().lower()
     codec = ALIASES.get(text, text)

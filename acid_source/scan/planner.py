@@ -7,10 +7,11 @@ import dataclasses
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from ..errors import InvalidOptionError, SchemaError
+from ..errors import InvalidArgumentError, SchemaError
 from ..filters import Predicate, partition_matches
 from ..layout.table_dirs import INSERT_ONLY, acid_state_for, convert_partition_value
 from ..orc.files import OrcFile
@@ -19,23 +20,30 @@ from .slicing import dir_slices, original_slices
 from .splits import BucketSplit, FileSlice, ReadContext
 from .visibility import needs_collapse
 
+if TYPE_CHECKING:
+    from ..expressions import Condition
+
 DEFAULT_MAX_SPLIT_BYTES = 256 * 1024 * 1024
 
 
 @dataclass
 class TableScan:
-    """A scan of one resolved table (snapshot and listing taken once, by the caller)."""
+    """A scan of one resolved table (snapshot and listing taken once, by the caller).
+
+    Conditions arrive bound (parsed and compiled once, by the caller, against the read's
+    columns): ``row_filter`` filters every row, and its conjuncts on partition columns rule out
+    whole partitions; ``partition_filter`` only selects partitions."""
 
     table: ResolvedTable
     include_row_id: bool = False
     max_split_bytes: int = DEFAULT_MAX_SPLIT_BYTES
-    partition_filter: str | None = None
-    row_filter: str | None = None
+    partition_filter: Condition | None = None
+    row_filter: Condition | None = None
 
     def __post_init__(self):
         if self.include_row_id and self.table.kind == INSERT_ONLY:
-            raise InvalidOptionError("includeRowId",
-                                     f"{self.table.location} is an insert-only table: its rows have no ROW__ID")
+            raise InvalidArgumentError("includeRowId",
+                                       f"{self.table.location} is an insert-only table: its rows have no ROW__ID")
 
     # --- schema -------------------------------------------------------------------------------
     def partition_fields(self, output_schema: pa.Schema) -> list[pa.Field]:
@@ -66,36 +74,6 @@ class TableScan:
             raise SchemaError(f"{self.table.location}: the table has no column(s) {', '.join(map(repr, unknown))} "
                               f"(columns: {', '.join(self.table.schema().names)})")
 
-    def _compiled_row_filter(self, output_schema: pa.Schema):
-        """Option rowFilter as a pyarrow Expression (compiled here: read tasks never parse SQL)."""
-        if self.row_filter is None:
-            return None
-        from ..errors import InvalidArgumentError
-        from ..expressions import parse_condition
-
-        try:
-            return parse_condition(self.row_filter, output_schema, argument="rowFilter").expression
-        except InvalidArgumentError as exc:
-            raise InvalidOptionError("rowFilter", str(exc).removeprefix("argument 'rowFilter': ")) from None
-
-    def _row_filter_on_partitions(self, output_schema: pa.Schema, part_fields: list[pa.Field]):
-        """The conjuncts of option rowFilter that read partition columns only, or None."""
-        if self.row_filter is None or not part_fields:
-            return None
-        from ..expressions import partition_condition
-
-        condition = partition_condition(self.row_filter, output_schema, [f.name for f in part_fields])
-        return None if condition is None else condition.expression
-
-    def _partition_filter(self, output_schema: pa.Schema, part_fields: list[pa.Field]):
-        """Option partitionFilter as a pyarrow Expression on the partition columns: compiled as
-        rowFilter is, so a partition is read exactly when its rows would pass it."""
-        if not self.partition_filter:
-            return None
-        from ..expressions import parse_partition_filter
-
-        return parse_partition_filter(self.partition_filter, output_schema, [f.name for f in part_fields]).expression
-
     # --- planning -----------------------------------------------------------------------------
     def plan(self, output_schema: pa.Schema,
              predicates: Sequence[Predicate] = ()) -> tuple[ReadContext, list[BucketSplit]]:
@@ -103,7 +81,7 @@ class TableScan:
         part_fields = self.partition_fields(output_schema)
         part_names = [f.name.lower() for f in part_fields]
         part_preds = [p for p in predicates if p.columns <= set(part_names)]
-        chosen = self._partition_filter(output_schema, part_fields)
+        chosen = self.partition_filter.expression if self.partition_filter is not None else None
         data_preds = tuple(p for p in predicates if p.top_column is not None and p.top_column not in part_names)
         ctx = ReadContext(
             storage=self.table.storage,
@@ -112,10 +90,13 @@ class TableScan:
             partition_columns=tuple(f.name for f in part_fields),
             include_row_id=self.include_row_id,
             predicates=data_preds,
-            row_filter=self._compiled_row_filter(output_schema),
+            row_filter=self.row_filter.expression if self.row_filter is not None else None,
             write_ids=self.table.write_ids,
         )
-        prune = self._row_filter_on_partitions(output_schema, part_fields)
+        prune = None
+        if self.row_filter is not None and part_fields:
+            on_partitions = self.row_filter.on_columns([f.name for f in part_fields])
+            prune = on_partitions.expression if on_partitions is not None else None
         chosen_parts = []
         for part in self.table.layout.partitions:
             values = tuple(convert_partition_value(raw, f.type) for raw, f in zip(part.raw_values, part_fields))
@@ -196,17 +177,17 @@ def _as_read(values: tuple, part_fields: list[pa.Field]) -> tuple:
                  for v, f in zip(values, part_fields))
 
 
-def partition_may_match(condition, part_fields: list[pa.Field], values: tuple, option: str | None = None) -> bool:
+def partition_may_match(condition, part_fields: list[pa.Field], values: tuple, argument: str | None = None) -> bool:
     """Can a row of the partition with these values pass ``condition`` (partition columns only)?
     Evaluated on the values exactly as the reader fills the columns. An evaluation error keeps
     the partition when rows are filtered again (rowFilter: its rows would meet the same error
-    in the read, which reports it); for a condition that only selects partitions (``option``,
-    partitionFilter) nothing would report it, so it is an :class:`InvalidOptionError` here."""
+    in the read, which reports it); for a condition that only selects partitions (``argument``,
+    partitionFilter) nothing would report it, so it is an :class:`InvalidArgumentError` here."""
     row = pa.table({f.name: pa.array([v], f.type) for f, v in zip(part_fields, values)})
     try:
         return row.filter(condition).num_rows == 1
     except (pa.ArrowException, ArithmeticError, TypeError, ValueError) as exc:
-        if option is None:
+        if argument is None:
             return True
         shown = ", ".join(f"{f.name}={v!r}" for f, v in zip(part_fields, values))
-        raise InvalidOptionError(option, f"cannot evaluate it on the partition {shown}: {exc}") from None
+        raise InvalidArgumentError(argument, f"cannot evaluate it on the partition {shown}: {exc}") from None

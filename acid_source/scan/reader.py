@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyorc.errors
 
-from ..errors import AcidError, CorruptFileError, InvalidOptionError, SchemaError, SnapshotFilesRemovedError
+from ..errors import AcidError, CorruptFileError, InvalidArgumentError, SchemaError, SnapshotFilesRemovedError
 from ..layout.table_dirs import INSERT_ONLY
 from .splits import ROW_ID_COLUMN, BucketSplit, ReadContext
 from .visibility import ScanMetrics, SplitVisibility, VisibleRows
@@ -85,7 +85,7 @@ class SplitReader:
             return batch.filter(self.ctx.row_filter)
         except _LIBRARY_ERRORS as exc:
             where = self.ctx.storage.display(path)
-            raise InvalidOptionError("rowFilter", f"cannot be evaluated on the rows of {where}: "
+            raise InvalidArgumentError("rowFilter", f"cannot be evaluated on the rows of {where}: "
                                                   f"{evaluation_error(exc)}") from exc
 
     # --- output shaping ------------------------------------------------------------------------

@@ -14,8 +14,9 @@ from pyspark.sql.datasource import DataSourceReader, InputPartition
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
-from ..options import ReadSpec
+from ..specs import ReadSpec
 from ..streaming.change_reader import ChangeContext, ChangeSplit, read_change_split
+from .options import with_option_errors
 
 
 class ChangeFeedPartition(InputPartition):
@@ -27,11 +28,12 @@ class ChangeFeedPartition(InputPartition):
         self.split = split
 
 
+@with_option_errors
 def plan_change_feed(options: ReadSpec):
     """The change plan a read's options ask for (driver side): the range checked (a start is
     required for a batch read), then planned."""
-    from ..options import check_change_range
     from ..streaming.change_plan import plan_change_range
+    from ..values import check_change_range
 
     check_change_range(options.starting_version, options.ending_version, options.starting_timestamp,
                        options.ending_timestamp)

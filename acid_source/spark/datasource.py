@@ -35,11 +35,12 @@ from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StructType
 
 from ..filters import Predicate
-from ..options import ReadSpec, StreamReadSpec, WriteSpec
 from ..scan.reader import read_split
 from ..scan.splits import BucketSplit, ReadContext
+from ..specs import ReadSpec
 from ..staged import StagedWrite
 from ..write.task import TaskResult
+from .options import option_errors, read_spec, stream_read_spec, with_option_errors, write_spec
 
 SOURCE_NAME = "acidorc"
 
@@ -149,27 +150,32 @@ class AcidOrcReader(DataSourceReader):
         if self._scan_cache is None:
             from ..resolve import scan_for
 
-            self._scan_cache = scan_for(self._options, self._resolved)
+            self._scan_cache = scan_for(self._options, self._arrow_schema(), self._resolved)
         return self._scan_cache
 
+    def _arrow_schema(self) -> pa.Schema:
+        return to_arrow_schema(self._schema, timezone="UTC")
+
+    @with_option_errors
     def partitions(self) -> Sequence[InputPartition]:
-        arrow_schema = to_arrow_schema(self._schema, timezone="UTC")
         scan = self._scan()
         take_read_lease(self._options, scan.table)  # before the directories are listed
-        ctx, splits = scan.plan(arrow_schema, self._predicates)
+        ctx, splits = scan.plan(self._arrow_schema(), self._predicates)
         if not splits:
             return [AcidInputPartition(ctx, None)]
         return [AcidInputPartition(ctx, s) for s in splits]
 
     def read(self, partition: AcidInputPartition) -> Iterator[pa.RecordBatch]:  # type: ignore[override]
         if partition.split is None:
-            return iter(())
-        return read_split(partition.split, partition.ctx)
+            return
+        with option_errors():  # a rowFilter that fails on the rows is the option's error
+            yield from read_split(partition.split, partition.ctx)
 
 
 class AcidOrcPushdownReader(AcidOrcReader):
     """Also uses filters Spark pushes down: partition pruning and stripe skipping."""
 
+    @with_option_errors
     def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:
         partition_columns = {c.lower() for c in self._scan().table.layout.partition_columns}
         for f in filters:
@@ -201,6 +207,7 @@ class AcidOrcWriter(DataSourceArrowWriter):
     def __init__(self, staged: StagedWrite):
         self.staged = staged
 
+    @with_option_errors
     def write(self, iterator: Iterator[pa.RecordBatch]) -> AcidCommitMessage:
         from pyspark import TaskContext
 
@@ -214,6 +221,7 @@ class AcidOrcWriter(DataSourceArrowWriter):
             task.abort()
             raise
 
+    @with_option_errors
     def commit(self, messages: list[AcidCommitMessage | None]) -> None:  # type: ignore[override]
         # runs in Spark's commit worker, which has no SparkSession: an automatic compaction runs
         # in this process (capped in size: larger ones are left to an explicit compact())
@@ -248,14 +256,15 @@ class AcidOrcDataSource(DataSource):
     def name(cls) -> str:
         return SOURCE_NAME
 
+    @with_option_errors
     def schema(self) -> StructType:
         from ..resolve import resolve_read
 
         if _is_stream_read(self.options):
             from .stream_reader import stream_schema
 
-            return stream_schema(StreamReadSpec.from_options(self.options))
-        options = ReadSpec.from_options(self.options)
+            return stream_schema(stream_read_spec(self.options))
+        options = read_spec(self.options)
         if options.read_change_feed:  # planned once, as a read is resolved once
             from .change_feed import change_feed_schema, plan_change_feed
 
@@ -265,10 +274,11 @@ class AcidOrcDataSource(DataSource):
         self._resolved = resolve_read(options)
         return from_arrow_schema(self._resolved.schema(options.include_row_id), prefer_timestamp_ntz=True)
 
+    @with_option_errors
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         from ..writes import stage_write
 
-        staged = stage_write(WriteSpec.from_options(self.options), overwrite=overwrite,
+        staged = stage_write(write_spec(self.options), overwrite=overwrite,
                              data_schema=to_arrow_schema(schema, timezone="UTC"), heartbeat="process")
         try:
             return AcidOrcWriter(staged.detached())
@@ -276,6 +286,7 @@ class AcidOrcDataSource(DataSource):
             staged.abort(reason=f"could not hand the transaction to Spark: {exc}")
             raise
 
+    @with_option_errors
     def streamWriter(self, schema: StructType, overwrite: bool):
         """``df.writeStream.format("acidorc")``: one transaction per micro-batch, exactly once
         (:mod:`acid_source.spark.stream_writer`)."""
@@ -291,12 +302,14 @@ class AcidOrcDataSource(DataSource):
         from .stream_reader import AcidStreamReader, FailedStreamReader
 
         try:
-            return AcidStreamReader(StreamReadSpec.from_options(self.options), schema)
+            with option_errors():
+                return AcidStreamReader(stream_read_spec(self.options), schema)
         except AcidError as exc:
             return FailedStreamReader(exc)
 
+    @with_option_errors
     def reader(self, schema: StructType) -> DataSourceReader:
-        options = ReadSpec.from_options(self.options)
+        options = read_spec(self.options)
         if options.read_change_feed:
             from .change_feed import AcidChangeFeedReader
 

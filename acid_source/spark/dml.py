@@ -63,15 +63,16 @@ from ..dml.events import (
     with_source_dir,
     write_changes,
 )
-from ..dml.execution import DmlTarget, run_dml
+from ..dml.execution import run_dml
 from ..errors import AcidError, InvalidArgumentError, SchemaError
-from ..expressions import columns_of
+from ..expressions import Condition, columns_of
 from ..expressions.compiler import non_deterministic_message
 from ..expressions.parsing import length_problem, nesting_problem, position, tokenize, too_deep_at
 from ..scan.planner import TableScan
 from ..scan.reader import read_split
 from ..scan.resolved import ResolvedTable
 from ..scan.splits import ROW_ID_COLUMN as READ_ROW_ID
+from ..table_ref import TableRef
 from ..write.task import TaskResult
 from .compaction import spark_task_runner
 from .tasks import error_condition, run_per_partition, sql_state, stack_overflow
@@ -393,9 +394,9 @@ def target_frame(spark, resolved: ResolvedTable, columns: list[str] | None = Non
     return frame.withColumnRenamed(READ_ROW_ID, ROW_ID_COLUMN), bool(splits)
 
 
-def _reader_prefilter(condition: Any, schema: pa.Schema) -> str | None:
-    """What the reader may filter by for ``condition`` (never dropping a row Spark keeps), or
-    None when it must pass every row to Spark."""
+def _reader_prefilter(condition: Any, schema: pa.Schema) -> Condition | None:
+    """What the reader may filter by for ``condition`` (never dropping a row Spark keeps),
+    bound to ``schema``, or None when it must pass every row to Spark."""
     if not isinstance(condition, str):
         return None
     from ..errors import AcidError
@@ -406,10 +407,9 @@ def _reader_prefilter(condition: Any, schema: pa.Schema) -> str | None:
     if prefilter is None:
         return None
     try:
-        parse_condition(prefilter, schema, argument="condition")
+        return parse_condition(prefilter, schema, argument="condition")
     except AcidError:
         return None  # Spark reports what is wrong with it
-    return prefilter
 
 
 # --- change rows -----------------------------------------------------------------------------
@@ -501,7 +501,7 @@ def _shape(resolved: ResolvedTable) -> ChangeShape:
 
 
 # --- the three statements --------------------------------------------------------------------
-def spark_delete(spark, target: DmlTarget, condition: ExpressionOrColumn | None, alias: str | None) -> dict:
+def spark_delete(spark, target: TableRef, condition: ExpressionOrColumn | None, alias: str | None) -> dict:
     cond = None if condition is None else to_column(condition, "condition")
 
     def produce(resolved: ResolvedTable, plan: ChangePlan) -> list[TaskResult]:
@@ -520,7 +520,7 @@ def spark_delete(spark, target: DmlTarget, condition: ExpressionOrColumn | None,
     return run_dml(target, "delete", produce, compaction_runner=spark_task_runner(spark))
 
 
-def spark_update(spark, target: DmlTarget, condition: ExpressionOrColumn | None, assignments: ColumnMapping,
+def spark_update(spark, target: TableRef, condition: ExpressionOrColumn | None, assignments: ColumnMapping,
                  alias: str | None) -> dict:
     cond = None if condition is None else to_column(condition, "condition")
 
@@ -564,7 +564,7 @@ class MergeClause:
     values: ColumnMapping | None = None
 
 
-def spark_merge(spark, target: DmlTarget, source: DataFrame, condition: ExpressionOrColumn, clauses: list[MergeClause],
+def spark_merge(spark, target: TableRef, source: DataFrame, condition: ExpressionOrColumn, clauses: list[MergeClause],
                 alias: str | None) -> dict:
     if not isinstance(source, DataFrame):
         raise InvalidArgumentError("source", f"expected a Spark DataFrame, got {type(source).__name__}")

@@ -37,10 +37,10 @@ from pyspark.sql.types import IntegerType, LongType, StringType, StructField, St
 
 from ..layout.table_dirs import INSERT_ONLY
 from ..layout.writeids import ValidWriteIdList
-from ..options import ReadSpec
 from ..scan.routes import NativeFile, RoutedScan, exception_ranges, route_splits
 from ..scan.splits import ROW_ID_COLUMN, BucketSplit, ReadContext
 from .datasource import SOURCE_NAME, take_read_lease
+from .options import option_errors, read_spec, with_option_errors
 from .session import check_session
 from .tasks import one_row_per_partition
 
@@ -55,6 +55,7 @@ _EVENTS = StructType([
 ])
 
 
+@with_option_errors
 def read(spark: Any, path: str, schema: StructType | str | None = None, **options: Any) -> DataFrame:
     """The table at ``path`` as a DataFrame: what ``spark.read.format("acidorc").load(path)``
     returns, with the files that need no merge read by Spark's own ORC reader (see the module
@@ -66,19 +67,19 @@ def read(spark: Any, path: str, schema: StructType | str | None = None, **option
     """
     check_session(spark)
     given = {"path": str(path), **{k: _option_text(v) for k, v in options.items()}}
-    spec = ReadSpec.from_options(given)
+    spec = read_spec(given)
     if spec.read_change_feed or not spec.native_read:
         reader = spark.read.format(SOURCE_NAME).options(**given)
         return (reader.schema(schema) if schema is not None else reader).load()
     from ..resolve import resolve_read, scan_for
 
     resolved = resolve_read(spec)
-    scan = scan_for(spec, resolved)
     if schema is None:
-        output = scan.infer_schema()
+        output = resolved.schema(spec.include_row_id)
     else:
         struct = schema if isinstance(schema, StructType) else StructType.fromDDL(schema)
         output = to_arrow_schema(struct, timezone="UTC")  # type: ignore[arg-type]  # fromDDL of a struct
+    scan = scan_for(spec, output, resolved)
     take_read_lease(spec, resolved)  # before the directories are listed
     ctx, splits = scan.plan(output, [])
     routed = route_splits(ctx, splits)
@@ -221,9 +222,10 @@ def _merged_frame(spark: Any, ctx: ReadContext, splits: tuple[BucketSplit, ...],
     from ..scan.reader import read_split
 
     def acidorc_merge_read(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            for blob in batch.column("task").to_pylist():
-                yield from read_split(pickle.loads(blob), ctx)
+        with option_errors():  # a rowFilter that fails on the rows is the option's error
+            for batch in batches:
+                for blob in batch.column("task").to_pylist():
+                    yield from read_split(pickle.loads(blob), ctx)
 
     payload = [(i, pickle.dumps(s)) for i, s in enumerate(splits)]
     return one_row_per_partition(spark, payload).mapInArrow(acidorc_merge_read, schema)

@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from .. import settings
+from ..deprecation import keyword_only, renamed
 from ..errors import InvalidArgumentError
 
 # Spark settings acidorc relies on; spark-conf/spark-defaults.conf carries the same ones.
@@ -70,18 +71,24 @@ def configure(builder):
     return builder
 
 
-def get_or_create_session(app_name: str = "acidorc", master: str | None = None, conf: dict | None = None,
-                          metastore_url: str | None = None):
+@renamed(app_name="appName", metastore_url="metastoreUrl")
+@keyword_only
+def get_or_create_session(appName: str = "acidorc", *, master: str | None = None, conf: dict | None = None,
+                          metastoreUrl: str | None = None):
     """A SparkSession with acidorc registered: ``configure`` + ``getOrCreate`` + ``register``.
 
-    ``metastore_url`` (a SQLAlchemy URL) becomes the default transaction store of every read
-    and write in this application (Spark's Python workers inherit it).
+    ``metastoreUrl`` (a SQLAlchemy URL, or ``thrift://`` for a Hive Metastore) becomes the
+    default transaction store of every read and write in this application (Spark's Python
+    workers inherit it).
+
+    >>> spark = acid_source.get_or_create_session(master="spark://master:7077")  # doctest: +SKIP
     """
     from pyspark.sql import SparkSession
 
+    metastore_url = metastoreUrl
     if metastore_url:
         os.environ[settings.METASTORE_URL.name] = metastore_url
-    builder = SparkSession.builder.appName(app_name)
+    builder = SparkSession.builder.appName(appName)
     if master:
         builder = builder.master(master)
     for key, value in (conf or {}).items():

@@ -38,10 +38,10 @@ from ..expressions.statements import (
     statement_target,
 )
 from ..metastore.urls import url_for_workers
-from ..options import storage_options_from
 from ..resolve import open_store
 from .datasource import SOURCE_NAME
 from .native_read import read
+from .options import storage_options_from
 
 #: read options under which a view shows other rows than the table's latest snapshot
 _SNAPSHOT_OPTIONS = ("versionAsOf", "timestampAsOf", "validWriteIds", "validTxns", "partitionFilter")

@@ -29,16 +29,16 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxFiles, Rea
 from pyspark.sql.types import StructType
 
 from ..errors import AcidError
-from ..options import StreamReadSpec
 from ..scan.reader import read_split
+from ..specs import StreamReadSpec
 from ..streaming.change_reader import CHANGE_FIELDS, INSERT, read_change_split
 
 
 def stream_schema(spec: StreamReadSpec) -> StructType:
     """The stream's columns: the table's (timestamps without a zone, as the table reads), then
     the change feed's with ``readChangeFeed``."""
-    from ..options import ReadSpec
     from ..resolve import resolve_read
+    from ..specs import ReadSpec
     from ..streaming.change_reader import change_schema
 
     table = resolve_read(ReadSpec(path=spec.path, metastore_url=spec.metastore_url,
@@ -184,8 +184,8 @@ class AcidStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def _snapshot_partitions(self, end) -> list[InputPartition]:
         from ..layout.writeids import ValidWriteIdList
-        from ..options import ReadSpec
         from ..resolve import scan_for
+        from ..specs import ReadSpec
 
         spec = self.spec
         store, info = self._table()
@@ -195,10 +195,9 @@ class AcidStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                                      table_name=now.table_name)
         read = ReadSpec(path=spec.path, write_ids=write_ids, metastore_url=spec.metastore_url,
                         storage_options=spec.storage_options)
-        scan = scan_for(read)
         names = {f.name for f in CHANGE_FIELDS}
         wanted = to_arrow_schema(StructType([f for f in self.schema.fields if f.name not in names]), timezone="UTC")
-        ctx, splits = scan.plan(wanted, [])
+        ctx, splits = scan_for(read, wanted).plan(wanted, [])
         micros = _commit_micros(store, info.table_id, end) if spec.read_change_feed else None
         return [_SnapshotPartition(ctx, s, end.write_id, micros) for s in splits]
 

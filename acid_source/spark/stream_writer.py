@@ -33,9 +33,9 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
-from ..options import WriteSpec
 from ..staged import StagedWrite
 from ..write.task import TaskResult
+from .options import with_option_errors, write_spec
 
 #: options Spark's streaming writer takes itself; they never reach :class:`WriteSpec`
 STREAMING_OPTIONS = ("checkpointLocation",)
@@ -68,6 +68,7 @@ def _abort_abandoned(staged: StagedWrite | None) -> None:
         _log.warning("could not end the transaction of an earlier micro-batch: %s", exc)
 
 
+@with_option_errors
 def make_stream_writer(options, schema: StructType, overwrite: bool) -> "AcidOrcStreamWriter":
     """The writer of one micro-batch (Spark calls ``streamWriter`` for each). Checks the options
     now, so that a bad one fails the query before any transaction is opened."""
@@ -87,7 +88,7 @@ def make_stream_writer(options, schema: StructType, overwrite: bool) -> "AcidOrc
         # writer only the options given to this query, never a table's location (Spark 4.x)
         raise InvalidOptionError("path", "the acidorc sink writes to a table location: .start(path), or "
                                  ".option('path', ...) (toTable(name) gives a Python data source no location)")
-    WriteSpec.from_options(write_options)  # errors name the option
+    write_spec(write_options)  # errors name the option
     checkpoint = next((str(v) for k, v in dict(options).items() if str(k).lower() == "checkpointlocation"), None)
     return AcidOrcStreamWriter(write_options, schema, checkpoint)
 
@@ -125,6 +126,7 @@ class AcidOrcStreamWriter(DataSourceStreamArrowWriter):
             self._staged = self._open()
         return dict(self.__dict__)
 
+    @with_option_errors
     def _open(self) -> StagedWrite:
         from pyspark.sql.pandas.types import to_arrow_schema
 
@@ -133,7 +135,7 @@ class AcidOrcStreamWriter(DataSourceStreamArrowWriter):
         key = (str(self._options["path"]), self._checkpoint) if self._checkpoint else None
         if key is not None:
             _abort_abandoned(_PLANNED.pop(key, None))
-        staged = stage_write(WriteSpec.from_options(self._options), overwrite=False,
+        staged = stage_write(write_spec(self._options), overwrite=False,
                              data_schema=to_arrow_schema(self._schema, timezone="UTC"), heartbeat="process")
         try:
             detached = staged.detached()

@@ -125,7 +125,7 @@ def plan_change_range(location: str, *, starting_version: int | None = None, end
 def _plan(location: str, select: Callable[[dict[int, dict]], list[int]], asked: str, *,
           metastore_url: str | None, storage_options: tuple) -> ChangePlan:
     store, info = registered_table(location, metastore_url, ", whose commit history a change feed reads")
-    if not getattr(store, "keeps_history", True):
+    if not store.keeps_history:
         raise UnsupportedOperationError(
             "readChangeFeed", f"{info.location} is kept in {store.url}, which records no commit history (which "
                               "write ids committed when, and which partitions each wrote); the change feed needs "

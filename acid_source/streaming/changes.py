@@ -20,8 +20,8 @@ from typing import Iterator
 
 import pyarrow as pa
 
-from ..errors import InvalidArgumentError, InvalidOptionError
-from ..options import check_change_range, parse_timestamp, parse_version
+from ..errors import InvalidArgumentError
+from ..values import check_change_range, parse_timestamp, parse_version
 from .change_plan import ChangePlan, plan_change_range
 from .change_reader import read_change_split
 
@@ -65,7 +65,7 @@ def table_changes(location: str, *, startingVersion=None, endingVersion=None, st
                 (("startingVersion", startingVersion), ("endingVersion", endingVersion))]
     times = [_argument(parse_timestamp, name, value) for name, value in
              (("startingTimestamp", startingTimestamp), ("endingTimestamp", endingTimestamp))]
-    check_change_range(versions[0], versions[1], times[0], times[1], error=InvalidArgumentError)
+    check_change_range(versions[0], versions[1], times[0], times[1])
     return AcidChanges(plan_change_range(location, starting_version=versions[0], ending_version=versions[1],
                                          starting_timestamp=times[0], ending_timestamp=times[1],
                                          metastore_url=metastore_url, storage_options=storage_options))
@@ -77,7 +77,4 @@ def _argument(parse, name: str, value):
     if isinstance(value, bool) or (parse is parse_version and isinstance(value, float)):
         raise InvalidArgumentError(name, f"expected {'a write id' if parse is parse_version else 'a timestamp'}, "
                                          f"got {value!r}")
-    try:
-        return parse(name, value)
-    except InvalidOptionError as exc:
-        raise InvalidArgumentError(name, str(exc).removeprefix(f"option '{name}': ")) from None
+    return parse(name, value)

@@ -12,7 +12,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import InvalidOptionError, SchemaError
+from ..errors import InvalidArgumentError, SchemaError
 from ..layout.partitions import NAN, Float32Value, java_float_string, parse_partition_segment, partition_segment
 from ..layout.table_dirs import convert_partition_value
 
@@ -87,16 +87,16 @@ def static_partition_values(pairs, partition_columns: list[str]) -> dict[str, st
     values: dict[str, str | None] = {}
     for name, value in pairs:
         if name.lower() not in wanted:
-            raise InvalidOptionError("partition", f"{name!r} is not a partition column of the table "
+            raise InvalidArgumentError("partition", f"{name!r} is not a partition column of the table "
                                                   f"(partition columns: {', '.join(partition_columns) or 'none'})")
         if value in (".", ".."):  # (other values are escaped into one directory name)
-            raise InvalidOptionError("partition", f"value {value!r} of {name!r} would leave the table directory")
+            raise InvalidArgumentError("partition", f"value {value!r} of {name!r} would leave the table directory")
         if wanted[name.lower()] in values:
-            raise InvalidOptionError("partition", f"{name!r} is given twice")
+            raise InvalidArgumentError("partition", f"{name!r} is given twice")
         values[wanted[name.lower()]] = value
     missing = [c for c in partition_columns if c not in values]
     if missing:
-        raise InvalidOptionError("partition", f"no value for partition column(s) {', '.join(missing)}")
+        raise InvalidArgumentError("partition", f"no value for partition column(s) {', '.join(missing)}")
     return values
 
 

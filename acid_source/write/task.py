@@ -132,7 +132,36 @@ _WIDENINGS = {
 }
 
 
+def plain_type(data_type: pa.DataType) -> pa.DataType:
+    """``data_type`` in the plain layout Hive's types map to: string and binary views and 64-bit
+    offsets (what polars and DuckDB hand over) become string, binary and list, at any depth. The
+    values are the same; only their layout in memory differs."""
+    is_view = getattr(pa.types, "is_list_view", lambda t: False)
+    is_large_view = getattr(pa.types, "is_large_list_view", lambda t: False)
+    if pa.types.is_large_string(data_type) or getattr(pa.types, "is_string_view", lambda t: False)(data_type):
+        return pa.string()
+    if pa.types.is_large_binary(data_type) or getattr(pa.types, "is_binary_view", lambda t: False)(data_type):
+        return pa.binary()
+    if pa.types.is_map(data_type):
+        return pa.map_(plain_type(data_type.key_type), _plain_field(data_type.item_field))
+    if pa.types.is_list(data_type) or pa.types.is_large_list(data_type) or is_view(data_type) \
+            or is_large_view(data_type):
+        return pa.list_(_plain_field(data_type.value_field))
+    if pa.types.is_struct(data_type):
+        return pa.struct([_plain_field(f) for f in data_type])
+    return data_type
+
+
+def _plain_field(f: pa.Field) -> pa.Field:
+    return f.with_type(plain_type(f.type))
+
+
+def plain_schema(schema: pa.Schema) -> pa.Schema:
+    return pa.schema([_plain_field(f) for f in schema], metadata=schema.metadata)
+
+
 def _compatible(data_type: pa.DataType, table_type: pa.DataType) -> bool:
+    data_type = plain_type(data_type)
     return data_type == table_type or (data_type, table_type) in _WIDENINGS or pa.types.is_null(data_type)
 
 
@@ -182,6 +211,7 @@ class TaskWriter:
         self._router = RowRouter(plan)
         self._expected = expected
         self._checked: set[pa.Schema] = set()
+        self._plain: dict[pa.Schema, pa.Schema] = {}  # a batch's schema -> its plain layout
 
     def write(self, batch: pa.RecordBatch | pa.Table) -> None:
         if isinstance(batch, pa.Table):  # a table is its batches, in order
@@ -193,7 +223,14 @@ class TaskWriter:
             check_data_schema(self.plan.storage.display(), self._expected, batch.schema)
             self._checked.add(batch.schema)
         with self._typed_errors("write rows"):
-            self._write(batch)
+            self._write(self._plain_layout(batch))
+
+    def _plain_layout(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        """The batch in the plain layout (:func:`plain_type`), cast only when it is not."""
+        target = self._plain.get(batch.schema)
+        if target is None:
+            target = self._plain[batch.schema] = plain_schema(batch.schema)
+        return batch if target == batch.schema else batch.cast(target)
 
     def _write(self, batch: pa.RecordBatch) -> None:
         for part, bucket, rows in self._router.route(batch):

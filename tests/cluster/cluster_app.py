@@ -31,7 +31,7 @@ def main() -> None:
 
     t0 = time.monotonic()
     spark = acid_source.get_or_create_session(
-        app_name="acidorc-cluster-test",
+        appName="acidorc-cluster-test",
         master=settings["master_url"],
         conf={
             "spark.executor.memory": "1g",

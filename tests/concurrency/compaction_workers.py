@@ -58,7 +58,7 @@ def compact(conn, location: str, url: str, kind: str, hold: bool = False) -> dic
         assert conn.recv() == "go"
         return results
 
-    return compact_table(location, kind, metastore_url=url, run_tasks=held if hold else None)
+    return compact_table(location, kind, metastoreUrl=url, runTasks=held if hold else None)
 
 
 def vacuum(_conn, location: str, url: str, retention_seconds: float = 0) -> dict:

@@ -61,8 +61,8 @@ class Table:
 
     def __init__(self, tmp_path: Path, url: str):
         self.url = url  # a fresh store of the test's backend (``store_url``: SQLite, PostgreSQL)
-        self.location = create_table(str(tmp_path / "t"), SCHEMA, partition_columns=["p"], bucket_columns=["id"],
-                                     num_buckets=2, metastore_url=self.url).location
+        self.location = create_table(str(tmp_path / "t"), SCHEMA, partitionColumns=["p"], bucketColumns=["id"],
+                                     numBuckets=2, metastoreUrl=self.url).location
         self.handle = AcidTable.load(self.location, metastoreUrl=self.url)
         self.model: dict[int, tuple[str, str]] = {}
         self.next_id = 0

@@ -86,7 +86,7 @@ def test_readers_never_see_a_partial_transaction(tmp_path, store_url):
     seconds = stress_seconds()
     location = str(tmp_path / "table")
     url = store_url
-    info = create_table(location, rw_workers.SCHEMA, partition_columns=["part"], metastore_url=url)
+    info = create_table(location, rw_workers.SCHEMA, partitionColumns=["part"], metastoreUrl=url)
 
     reports = run_workers(location, url, seconds)
 
@@ -146,7 +146,7 @@ def test_a_commit_during_the_listing_is_not_seen_in_part(tmp_path, store_url):
     root = str(tmp_path / "table")
     location = f"listhook://{root}"
     url = store_url
-    create_table(location, rw_workers.SCHEMA, partition_columns=["part"], metastore_url=url)
+    create_table(location, rw_workers.SCHEMA, partitionColumns=["part"], metastoreUrl=url)
 
     def rows(tag: str, part: str, n: int) -> pa.RecordBatch:
         return pa.RecordBatch.from_pydict({"id": pa.array(range(n), pa.int64()), "tag": [tag] * n,

@@ -79,13 +79,13 @@ def backend(request, name: str, tmp_path) -> tuple[str, str, dict]:
 def create(location: str, url: str, options: dict) -> tuple[int, int]:
     """Create the table by its first append (an empty table cannot yet be created or opened on an
     object store: create_table takes no storage options); its table id and the append's write id."""
-    from acid_source.options import WriteSpec
+    from acid_source.spark.options import write_spec
     from acid_source.writes import stage_write
 
     write = {"path": location, "metastoreUrl": url, "partitionColumns": "part",
              **{f"fs.{k}": str(v) for k, v in options.items()}}
     # the Spark write's path (its options create the table), without Spark
-    with stage_write(WriteSpec.from_options(write), overwrite=False, data_schema=SCHEMA) as staged:
+    with stage_write(write_spec(write), overwrite=False, data_schema=SCHEMA) as staged:
         task = staged.writer(0)
         for batch in sw.writer_rows(SEED_TAG).to_batches():
             task.write(batch)

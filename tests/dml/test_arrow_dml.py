@@ -33,7 +33,7 @@ def rows_of(table: AcidTable) -> list[tuple]:
 @pytest.fixture
 def table(tmp_path):
     path = str(tmp_path / "t")
-    create_table(path, SCHEMA, partition_columns=["p"])
+    create_table(path, SCHEMA, partitionColumns=["p"])
     t = AcidTable.load(path)
     t.append(pa.table({"id": pa.array(range(8), pa.int64()), "v": [f"v{i}" for i in range(8)],
                        "n": pa.array([0, 1, None, 3, 4, None, 6, 7], pa.int32()),
@@ -99,7 +99,7 @@ def test_delete_goes_to_the_directory_the_row_came_from(tmp_path):
     """A partition directory named p=01 holds value 1; formatting 1 gives p=1, which would be a
     new directory whose delete events no reader of p=01 would apply."""
     path = str(tmp_path / "t")
-    create_table(path, pa.schema([("id", pa.int64()), ("p", pa.int32())]), partition_columns=["p"])
+    create_table(path, pa.schema([("id", pa.int64()), ("p", pa.int32())]), partitionColumns=["p"])
     t = AcidTable.load(path)
     t.append(pa.table({"id": pa.array([1, 2], pa.int64()), "p": pa.array([1, 1], pa.int32())}))
     os.rename(os.path.join(path, "p=1"), os.path.join(path, "p=01"))
@@ -130,7 +130,7 @@ def test_bad_input_is_typed_and_leaves_the_table_alone(table):
 
 def test_insert_only_tables_refuse_dml(tmp_path):
     path = str(tmp_path / "io")
-    create_table(path, pa.schema([("id", pa.int64())]), insert_only=True)
+    create_table(path, pa.schema([("id", pa.int64())]), insertOnly=True)
     t = AcidTable.load(path)
     t.append(pa.table({"id": pa.array([1], pa.int64())}))
     with pytest.raises(UnsupportedOperationError, match="insert-only"):

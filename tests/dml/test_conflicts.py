@@ -125,7 +125,7 @@ class Table:
     def __init__(self, tmp_path: Path, url: str):
         self.url = url
         self.location = str(tmp_path / "table")
-        self.info = create_table(self.location, SCHEMA, partition_columns=["p"], metastore_url=url)
+        self.info = create_table(self.location, SCHEMA, partitionColumns=["p"], metastoreUrl=url)
         self.location = self.info.location
         self.store = Metastore(url)
         ids, vs, ps = zip(*BASE)

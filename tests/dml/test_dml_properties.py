@@ -69,9 +69,9 @@ def bucketed(kind: str) -> bool:
 def create(kind: str) -> str:
     root = tempfile.mkdtemp(prefix="acidorc-dmlprop-")
     path = os.path.join(root, "t")
-    acid_source.create_table(path, SCHEMA, partition_columns=["p"] if partitioned(kind) else [],
-                             bucket_columns=["b"] if bucketed(kind) else [],
-                             num_buckets=NUM_BUCKETS if bucketed(kind) else 0)
+    acid_source.create_table(path, SCHEMA, partitionColumns=["p"] if partitioned(kind) else [],
+                             bucketColumns=["b"] if bucketed(kind) else [],
+                             numBuckets=NUM_BUCKETS if bucketed(kind) else 0)
     return path
 
 

@@ -37,7 +37,7 @@ def two_dirs(tmp_path, column: str = "p", orc_type: str = "int", spellings=("01"
     hive.insert(1, {0: [(1,), (2,)]}, partition=f"{column}={spellings[0]}")
     hive.insert(2, {0: [(3,), (4,)]}, partition=f"{column}={spellings[1]}")
     hive.insert(3, {0: [(5,)]}, partition=f"{column}=7")
-    create_table(str(root), ddl, partition_columns=[column], adopt=True)
+    create_table(str(root), ddl, partitionColumns=[column], adopt=True)
     return str(root)
 
 
@@ -104,7 +104,7 @@ def test_append_reuses_an_existing_directory_of_the_value(tmp_path):
     root = tmp_path / "t"
     hive = HiveTable(root, [("id", "int")])
     hive.insert(1, {0: [(1,)]}, partition="p=01")
-    create_table(str(root), "id int, p int", partition_columns=["p"], adopt=True)
+    create_table(str(root), "id int, p int", partitionColumns=["p"], adopt=True)
     table = AcidTable.load(str(root))
     table.append(pa.table({"id": pa.array([2], pa.int32()), "p": pa.array([1], pa.int32())}))
     assert partitions(root) == ["p=01"]
@@ -126,7 +126,7 @@ def test_decimal_partition_spelled_by_an_older_acidorc(tmp_path):
     root = tmp_path / "t"
     hive = HiveTable(root, [("id", "int")])
     hive.insert(1, {0: [(1,)]}, partition="d=1.50")
-    create_table(str(root), "id int, d decimal(3,2)", partition_columns=["d"], adopt=True)
+    create_table(str(root), "id int, d decimal(3,2)", partitionColumns=["d"], adopt=True)
     table = AcidTable.load(str(root))
     table.append(pa.table({"id": pa.array([2], pa.int32()), "d": pa.array([decimal.Decimal("1.50")],
                                                                           pa.decimal128(3, 2))}))
@@ -145,7 +145,7 @@ def test_decimal_two_directories_delete(tmp_path):
 
 def test_float_static_partition_is_named_as_a_float(tmp_path):
     path = str(tmp_path / "t")
-    create_table(path, "id int, f float", partition_columns=["f"])
+    create_table(path, "id int, f float", partitionColumns=["f"])
     table = AcidTable.load(path)
     table.overwrite(pa.table({"id": pa.array([1], pa.int32())}), partition={"f": "1.100000023841858"})
     table.append(pa.table({"id": pa.array([2], pa.int32()), "f": pa.array([1.1], pa.float32())}))

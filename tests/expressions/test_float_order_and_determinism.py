@@ -95,7 +95,7 @@ def test_non_deterministic_functions_are_refused_in_conditions_and_values(value,
 def test_non_deterministic_conditions_are_refused_by_every_engine_free_entry(tmp_path):
     path = str(tmp_path / "t")
     create_table(path, pa.schema([("id", pa.int32()), ("d", pa.float64()), ("p", pa.string())]),
-                 partition_columns=["p"])
+                 partitionColumns=["p"])
     table = AcidTable.load(path)
     table.append(pa.table({"id": pa.array([1, 2], pa.int32()), "d": [NAN, 1.0], "p": ["a", "b"]}))
     version = table.version

@@ -17,9 +17,9 @@ import pytest
 from acid_source import AcidTable, create_table
 from acid_source.errors import InvalidArgumentError, InvalidOptionError
 from acid_source.expressions.statements import DeleteStatement, parse_statement
-from acid_source.options import ReadSpec
 from acid_source.resolve import scan_for
 from acid_source.scan.reader import read_split
+from acid_source.spark.options import option_errors, read_spec
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("region", pa.string()), ("day", pa.date32())])
 ROWS = pa.table({
@@ -78,7 +78,7 @@ def store(tmp_path, monkeypatch):
 
 def _table(tmp_path, store, name="t") -> str:
     path = str(tmp_path / name)
-    create_table(path, SCHEMA, metastore_url=store, partition_columns=["region", "day"])
+    create_table(path, SCHEMA, metastoreUrl=store, partitionColumns=["region", "day"])
     AcidTable.load(path, metastoreUrl=store).append(ROWS)
     return path
 
@@ -89,9 +89,10 @@ def _ids(table: pa.Table) -> list[int]:
 
 def _partition_filter(path: str, store: str, condition: str) -> list[int]:
     """A read with option partitionFilter, engine-free: plan it, read every split."""
-    scan = scan_for(ReadSpec.from_options({"path": path, "metastoreUrl": store, "partitionFilter": condition}))
-    ctx, splits = scan.plan(scan.infer_schema())
-    return sorted(i for s in splits for batch in read_split(s, ctx) for i in batch.column("id").to_pylist())
+    with option_errors():  # the Spark read's edge: errors name the option
+        scan = scan_for(read_spec({"path": path, "metastoreUrl": store, "partitionFilter": condition}))
+        ctx, splits = scan.plan(scan.infer_schema())
+        return sorted(i for s in splits for batch in read_split(s, ctx) for i in batch.column("id").to_pylist())
 
 
 def _row_filter(path: str, store: str, condition: str) -> list[int]:
@@ -154,9 +155,9 @@ def test_an_unpartitioned_table_has_no_partition_columns():
     """On a table without partitions, partitionFilter says there are none."""
     from acid_source.expressions import parse_partition_filter
 
-    with pytest.raises(InvalidOptionError) as info:
+    with pytest.raises(InvalidArgumentError) as info:
         parse_partition_filter("name = 'a'", SCHEMA, [])
-    assert str(info.value) == ("option 'partitionFilter': 'name' is not a partition column (partition columns: "
+    assert str(info.value) == ("argument 'partitionFilter': 'name' is not a partition column (partition columns: "
                                "none: the table is not partitioned) at line 1, column 1")
 
 

@@ -68,7 +68,7 @@ def append(location: str, url: str, tag: str, *, fail_second_task: bool = False,
 def clean(location: str, url: str) -> None:
     from acid_source import clean_aborted_writes
 
-    clean_aborted_writes(location, metastore_url=url, expire_after_seconds=0)
+    clean_aborted_writes(location, metastoreUrl=url, expireAfterSeconds=0)
 
 
 def _write_durably(path: str, text: str) -> None:

@@ -52,8 +52,8 @@ class Table:
         self.tmp = tmp_path
         self.location = str(tmp_path / "table")
         self.url = url  # a fresh store: a SQLite file or a PostgreSQL store (``store_url``)
-        self.info = create_table(self.location, crash_ops.SCHEMA, partition_columns=["part"],
-                                 metastore_url=self.url)
+        self.info = create_table(self.location, crash_ops.SCHEMA, partitionColumns=["part"],
+                                 metastoreUrl=self.url)
         self.root = Path(self.info.location)
         self.tags: dict[int, str] = {}  # write id -> tag of every write the test started
         for i in range(SETUP_APPENDS):
@@ -184,7 +184,7 @@ def test_a_process_killed_at_a_crash_point_leaves_the_table_consistent(tmp_path,
     # --- (b) clean-up removes every orphan directory and nothing else ----------------------------
     orphans = table.write_id_dirs() - needed
     assert bool(orphans) == (step != "commit.after_store"), f"directories not needed by committed writes: {orphans}"
-    report = clean_aborted_writes(table.location, metastore_url=table.url, expire_after_seconds=0)
+    report = clean_aborted_writes(table.location, metastoreUrl=table.url, expireAfterSeconds=0)
     assert sorted(os.path.relpath(p, table.root) for p in report.removed) == sorted(orphans)
     assert table.write_id_dirs() == needed
     after_files = table.files_under(needed)
@@ -196,4 +196,4 @@ def test_a_process_killed_at_a_crash_point_leaves_the_table_consistent(tmp_path,
     table.append("after")
     final = table.check_reads()
     assert sum(1 for _, tag, _ in final if tag == "after") == len(crash_ops.expected_rows("after"))
-    assert clean_aborted_writes(table.location, metastore_url=table.url, expire_after_seconds=0).removed == []
+    assert clean_aborted_writes(table.location, metastoreUrl=table.url, expireAfterSeconds=0).removed == []

@@ -82,7 +82,7 @@ def both_read(hive4, uri: str, name: str, expected: list[tuple]) -> None:
 def create_acid_table(server, name: str, *, partitioned: bool = False) -> AcidTable:
     location = server.warehouse / f"{DB}.db" / name
     acid_source.create_table(str(location), PSCHEMA if partitioned else SCHEMA, name=f"{DB}.{name}",
-                             partition_columns=["day"] if partitioned else [], metastore_url=server.uri)
+                             partitionColumns=["day"] if partitioned else [], metastoreUrl=server.uri)
     return AcidTable.load(f"{DB}.{name}", metastoreUrl=server.uri)
 
 

@@ -55,7 +55,7 @@ def test_appends_and_an_overwrite_from_plain_python(hive, tmp_path):
 def test_a_partition_overwrite(hive, tmp_path):
     path = str(tmp_path / "t")
     create_table(path, pa.schema([("id", pa.int64()), ("tag", pa.string()), ("day", pa.string())]),
-                 partition_columns=["day"])
+                 partitionColumns=["day"])
     t = AcidTable.load(path)
     t.append(pa.concat_tables([table([1, 2], "a", "d1"), table([3], "b", "d2")]))
     t.overwrite(table([9], "z"), partition={"day": "d1"})
@@ -67,8 +67,8 @@ def test_a_partition_overwrite(hive, tmp_path):
 
 def test_a_bucketed_table(hive, tmp_path):
     path = str(tmp_path / "t")
-    create_table(path, pa.schema([("id", pa.int64()), ("tag", pa.string())]), bucket_columns=["id"],
-                 num_buckets=4)
+    create_table(path, pa.schema([("id", pa.int64()), ("tag", pa.string())]), bucketColumns=["id"],
+                 numBuckets=4)
     t = AcidTable.load(path)
     t.append(table(range(64), "x"))
     assert theirs(hive, path, bucket_count=4) == ours(path) and len(ours(path)) == 64

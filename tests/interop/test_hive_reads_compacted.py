@@ -28,7 +28,7 @@ from core_read import read_rows
 from hivegen import HiveTable
 
 from acid_source import create_table
-from acid_source.options import WriteSpec
+from acid_source.specs import WriteSpec
 from acid_source.table import AcidTable
 from acid_source.writes import stage_write
 from interop.hive_reader import HiveAcidReader, make_valid_txns
@@ -52,7 +52,7 @@ class History:
 
     def __init__(self, path: str):
         self.path = path
-        create_table(path, SCHEMA, partition_columns=["p"], bucket_columns=["id"], num_buckets=BUCKETS)
+        create_table(path, SCHEMA, partitionColumns=["p"], bucketColumns=["id"], numBuckets=BUCKETS)
         self.t = AcidTable.load(path)
         self.model: dict[int, tuple[str, str]] = {}
         self.aborted: list[int] = []

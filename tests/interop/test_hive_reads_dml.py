@@ -132,7 +132,7 @@ def test_update_of_a_data_column(hive, request, tmp_path, engine):
 def test_update_moves_rows_to_another_partition(hive, request, tmp_path, engine):
     path = str(tmp_path / "t")
     create_table(path, pa.schema([("id", pa.int64()), ("tag", pa.string()), ("day", pa.string())]),
-                 partition_columns=["day"])
+                 partitionColumns=["day"])
     t = AcidTable.load(path)
     t.append(pa.concat_tables([batch(range(0, 20), "x", "d1"), batch(range(20, 30), "y", "d2")]))
     model = {i: ("x", "d1") if i < 20 else ("y", "d2") for i in range(30)}
@@ -160,8 +160,8 @@ def test_update_moves_rows_to_another_partition(hive, request, tmp_path, engine)
 @pytest.mark.parametrize("engine", ENGINES)
 def test_update_of_the_bucket_column_moves_rows_to_another_bucket(hive, request, tmp_path, engine):
     path = str(tmp_path / "t")
-    create_table(path, pa.schema([("id", pa.int64()), ("tag", pa.string())]), bucket_columns=["id"],
-                 num_buckets=4)
+    create_table(path, pa.schema([("id", pa.int64()), ("tag", pa.string())]), bucketColumns=["id"],
+                 numBuckets=4)
     t = AcidTable.load(path)
     t.append(batch(range(0, 40), "p"))
     t.append(batch(range(40, 64), "q"))
@@ -190,7 +190,7 @@ def test_update_of_the_bucket_column_moves_rows_to_another_bucket(hive, request,
 def test_merge_with_update_delete_and_insert(hive, spark, tmp_path):
     path = str(tmp_path / "t")
     create_table(path, pa.schema([("id", pa.int64()), ("tag", pa.string()), ("day", pa.string())]),
-                 partition_columns=["day"])
+                 partitionColumns=["day"])
     t = AcidTable.load(path)
     t.append(pa.concat_tables([batch(range(0, 20), "a", "d1"), batch(range(20, 40), "b", "d2")]))
     t.delete("id = 39")  # a delete delta already there before the MERGE

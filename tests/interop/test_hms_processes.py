@@ -40,8 +40,8 @@ def _create(server, prefix: str, schema: pa.Schema, partition_columns=()) -> tup
     server.database(DB)
     name = f"{prefix}_{os.getpid()}_{next(_names)}"
     location = server.warehouse / f"{DB}.db" / name
-    acid_source.create_table(str(location), schema, name=f"{DB}.{name}", partition_columns=list(partition_columns),
-                             metastore_url=server.uri)
+    acid_source.create_table(str(location), schema, name=f"{DB}.{name}", partitionColumns=list(partition_columns),
+                             metastoreUrl=server.uri)
     return name, f"{DB}.{name}", location
 
 
@@ -152,8 +152,8 @@ def test_a_killed_driver_is_aborted_by_the_hms_hidden_from_both_engines_and_clea
         assert acid_rows(uri, full) == committed
         # acidorc's clean-up leaves an open write alone, even told to expire silent ones at once:
         # on an HMS only the metastore times transactions out
-        report = clean_aborted_writes(str(location), metastore_url=uri, expire_after_seconds=0)
-        assert (report.expired_transactions, report.removed) == ([], [])
+        report = clean_aborted_writes(str(location), metastoreUrl=uri, expireAfterSeconds=0)
+        assert (report.expiredTransactions, report.removed) == ([], [])
         assert delta.is_dir() and store.txn_state(txn) == "open"
         os.kill(proc.pid, signal.SIGKILL)
         proc.join(30)
@@ -173,9 +173,9 @@ def test_a_killed_driver_is_aborted_by_the_hms_hidden_from_both_engines_and_clea
     assert acid_rows(uri, full) == committed
     assert delta.is_dir()  # still on storage: hidden by the snapshot, not yet removed
 
-    report = clean_aborted_writes(str(location), metastore_url=uri)
+    report = clean_aborted_writes(str(location), metastoreUrl=uri)
     assert [Path(p).name for p in report.removed] == ["delta_0000002_0000002_0000"]
-    assert report.expired_transactions == []  # the HMS expires transactions itself
+    assert report.expiredTransactions == []  # the HMS expires transactions itself
     assert not delta.exists()
     assert sorted(p.name for p in location.iterdir()) == ["delta_0000001_0000001_0000"]
     assert sorted(hive4.read_via_hms(uri, DB, name).rows) == committed

@@ -96,7 +96,7 @@ def test_random_producer_histories_read_alike_by_acidorc_hive4_and_hive23(hive4,
     rng = random.Random(seed)
     location = str(tmp_path / "t")
     schema = pa.schema([("id", pa.int64()), ("name", pa.string()), ("day", pa.string())])
-    create_table(location, schema, partition_columns=["day"], bucket_columns=["id"], num_buckets=2)
+    create_table(location, schema, partitionColumns=["day"], bucketColumns=["id"], numBuckets=2)
     table = AcidTable.load(location)
     conns = [table.streamingConnection(transactionsPerBatch=rng.choice([1, 2, 4])) for _ in range(2)]
     committed: list[tuple[int, str, str]] = []

@@ -28,7 +28,7 @@ def test_a_batch_outlives_a_short_timeout_and_hive_reads_its_committed_transacti
     db = server.database("acidorc_stream")
     table = f"s_{uuid.uuid4().hex[:8]}"
     location = str(tmp_path / "t")
-    create_table(location, SCHEMA, name=f"{db}.{table}", partition_columns=["day"], metastore_url=server.uri)
+    create_table(location, SCHEMA, name=f"{db}.{table}", partitionColumns=["day"], metastoreUrl=server.uri)
     conn = AcidTable.load(f"{db}.{table}", metastoreUrl=server.uri).streamingConnection(transactionsPerBatch=4)
     first = conn.beginTransaction()
     conn.write(pa.table({"id": pa.array([1, 2], pa.int64()), "day": ["d1", "d2"]}))

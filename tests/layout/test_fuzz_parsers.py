@@ -10,7 +10,7 @@ import pyarrow as pa
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from acid_source.errors import CorruptFileError, InvalidOptionError, InvalidSnapshotError
+from acid_source.errors import CorruptFileError, InvalidArgumentError, InvalidSnapshotError
 from acid_source.expressions import parse_partition_filter
 from acid_source.layout.names import (
     ACID_DIR_PREFIXES,
@@ -215,8 +215,8 @@ def test_arbitrary_filter_text_parses_or_raises_typed(text):
     try:
         condition = _partition_filter(text)
         partition_may_match(condition, FIELDS, VALUES, "partitionFilter")
-    except InvalidOptionError as exc:
-        assert exc.option == "partitionFilter"
+    except InvalidArgumentError as exc:
+        assert exc.argument == "partitionFilter"
     assert time.monotonic() - start < 2.0
 
 
@@ -234,7 +234,7 @@ conditions = st.recursive(
 def test_generated_conditions_convert(text):
     try:
         condition = _partition_filter(text)
-    except InvalidOptionError as exc:  # only for nesting beyond the documented bounds
+    except InvalidArgumentError as exc:  # only for nesting beyond the documented bounds
         assert "nested" in str(exc)
         return
     partition_may_match(condition, FIELDS, VALUES, "partitionFilter")

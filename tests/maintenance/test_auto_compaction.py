@@ -33,7 +33,7 @@ def acid_dirs(path):
 
 def test_appends_over_the_threshold_compact_in_the_same_call(tmp_path):
     path = str(tmp_path / "t")
-    create_table(path, SCHEMA, partition_columns=["p"])
+    create_table(path, SCHEMA, partitionColumns=["p"])
     t = AcidTable.load(path)
     for i in range(3):
         assert "autoCompaction" not in t.append(rows([i], "a"))  # 1..3 deltas: not more than 3

@@ -41,7 +41,7 @@ class Table:
     def __init__(self, tmp_path: Path, name: str = "t"):
         self.url = f"sqlite:///{tmp_path / 'store.db'}"
         self.root = tmp_path / name
-        create_table(str(self.root), SCHEMA, metastore_url=self.url)
+        create_table(str(self.root), SCHEMA, metastoreUrl=self.url)
         self.store = Metastore(self.url)
         self.tid = self.store.get_table(str(self.root)).table_id
         self.hive = HiveTable(self.root, COLS)
@@ -87,8 +87,8 @@ class Table:
         return sorted(p.name for p in self.root.iterdir())
 
     def vacuum(self, **kw) -> dict:
-        kw.setdefault("retention_seconds", 0)
-        return vacuum(str(self.root), metastore_url=self.url, **kw)
+        kw.setdefault("retentionSeconds", 0)
+        return vacuum(str(self.root), metastoreUrl=self.url, **kw)
 
 
 def names(report: dict) -> list[str]:
@@ -127,7 +127,7 @@ def test_vacuum_removes_what_a_major_compaction_made_obsolete(tmp_path):
 def test_dry_run_removes_nothing_and_names_what_a_run_removes(tmp_path):
     t = three_writes_and_a_major_compaction(tmp_path)
     listed = t.dirs()
-    dry = t.vacuum(dry_run=True)
+    dry = t.vacuum(dryRun=True)
     assert dry["dryRun"] and names(dry) == OBSOLETE and dry["removedBytes"] > 0
     assert t.dirs() == listed
     assert names(t.vacuum()) == names(dry)
@@ -161,7 +161,7 @@ def test_aborted_writes_and_compactions_go_once_retention_seconds_old(tmp_path):
     t.store.abort(failed)
     aborted = sorted([delta_name(2, 2), base_name(2, failed)])
     assert set(aborted) <= set(t.dirs())
-    young = t.vacuum(retention_seconds=3600)  # just aborted: the writer may still be cleaning up
+    young = t.vacuum(retentionSeconds=3600)  # just aborted: the writer may still be cleaning up
     assert young["removedPaths"] == [] and young["numKeptForRecentSnapshots"] == 2
     assert names(t.vacuum()) == aborted
     assert t.dirs() == [delta_name(1, 1)] and t.read() == [1]
@@ -195,10 +195,10 @@ def test_a_snapshot_taken_within_the_retention_is_protected_without_a_lease(tmp_
     t = Table(tmp_path)
     t.insert({0: [1]})
     t.major(1)
-    report = t.vacuum(retention_seconds=3600)
+    report = t.vacuum(retentionSeconds=3600)
     assert report["removedPaths"] == [] and report["numKeptForRecentSnapshots"] == 1
     later = Metastore(t.url, clock=lambda: time.time() + 3601)  # an hour later
-    assert names(vacuum(str(t.root), metastore=later, retention_seconds=3600)) == [delta_name(1, 1)]
+    assert names(vacuum(str(t.root), metastore=later, retentionSeconds=3600)) == [delta_name(1, 1)]
 
 
 def test_originals_go_once_a_base_holds_their_rows(tmp_path):
@@ -215,7 +215,7 @@ def test_originals_go_once_a_base_holds_their_rows(tmp_path):
 def test_partitions_are_cleaned_one_by_one(tmp_path):
     url = f"sqlite:///{tmp_path / 'store.db'}"
     root = tmp_path / "p"
-    create_table(str(root), "id int, day string", partition_columns=["day"], metastore_url=url)
+    create_table(str(root), "id int, day string", partitionColumns=["day"], metastoreUrl=url)
     table = AcidTable.load(str(root), metastoreUrl=url)
     for day in ("a", "b"):
         for i in range(2):
@@ -227,7 +227,7 @@ def test_partitions_are_cleaned_one_by_one(tmp_path):
     txn = store.open_transaction()
     hive.base(2, {0: events}, visibility=txn, partition="day=a")
     store.commit(txn, touched={tid: ["day=a"]}, operation="compaction")
-    report = vacuum(str(root), metastore_url=url, retention_seconds=0)
+    report = vacuum(str(root), metastoreUrl=url, retentionSeconds=0)
     assert [str(Path(p).relative_to(root)) for p in report["removedPaths"]] == \
         ["day=a/delta_0000001_0000001_0000", "day=a/delta_0000002_0000002_0000"]
     assert sorted((r["day"], r["id"]) for r in table.toArrow().to_pylist()) == [("a", 0), ("a", 1), ("b", 0), ("b", 1)]
@@ -270,7 +270,7 @@ def test_an_expired_lease_protects_nothing_and_its_reader_gets_a_typed_error(tmp
     next(it)  # bucket 0 is being read; bucket 1's files are opened later
     t.major(2)
     later = Metastore(t.url, clock=lambda: time.time() + 120)  # the reader stalled past its lease
-    report = vacuum(str(t.root), metastore=later, retention_seconds=0)
+    report = vacuum(str(t.root), metastore=later, retentionSeconds=0)
     assert names(report) == [delta_name(1, 1), delta_name(2, 2)] and report["numLiveLeases"] == 0
     with pytest.raises(SnapshotFilesRemovedError, match="delta_0000001_0000001_0000/bucket_00001") as info:
         list(it)
@@ -283,7 +283,7 @@ def test_a_scan_made_before_a_vacuum_and_iterated_after_it_gets_a_typed_error(tm
     t.insert({0: [1]})
     scan = AcidTable.load(str(t.root), metastoreUrl=t.url).scan()  # snapshot and listing now
     t.major(1)
-    vacuum(str(t.root), metastore_url=t.url, retention_seconds=0)
+    vacuum(str(t.root), metastoreUrl=t.url, retentionSeconds=0)
     with pytest.raises(SnapshotFilesRemovedError, match=delta_name(1, 1)):
         scan.toArrow()
 
@@ -355,11 +355,11 @@ def test_refuses_a_table_the_store_does_not_know_and_bad_arguments(tmp_path):
     t = Table(tmp_path)
     HiveTable(tmp_path / "unknown", COLS).insert(1, {0: [(1,)]})
     with pytest.raises(TableNotRegisteredError):
-        vacuum(str(tmp_path / "unknown"), metastore_url=t.url)
-    with pytest.raises(InvalidArgumentError, match="retention_seconds"):
-        t.vacuum(retention_seconds=-1)
-    with pytest.raises(InvalidArgumentError, match="dry_run"):
-        t.vacuum(dry_run="yes")
+        vacuum(str(tmp_path / "unknown"), metastoreUrl=t.url)
+    with pytest.raises(InvalidArgumentError, match="retentionSeconds"):
+        t.vacuum(retentionSeconds=-1)
+    with pytest.raises(InvalidArgumentError, match="dryRun"):
+        t.vacuum(dryRun="yes")
     with pytest.raises(InvalidArgumentError, match="dryRun"):
         AcidTable.load(str(t.root), metastoreUrl=t.url).vacuum(dryRun="no")
 
@@ -391,7 +391,7 @@ compact_table(sys.argv[1], "minor", metastore_url=sys.argv[2], run_tasks=die_bef
 def test_a_vacuum_aborts_a_dead_compactor_and_then_removes_its_outputs(tmp_path):
     url = f"sqlite:///{tmp_path / 'store.db'}"
     root = tmp_path / "t"
-    create_table(str(root), SCHEMA, metastore_url=url)
+    create_table(str(root), SCHEMA, metastoreUrl=url)
     table = AcidTable.load(str(root), metastoreUrl=url)
     for ids in ([1, 2], [3]):
         table.append(pa.table({"id": pa.array(ids, pa.int32())}))
@@ -406,7 +406,7 @@ def test_a_vacuum_aborts_a_dead_compactor_and_then_removes_its_outputs(tmp_path)
     assert all((root / name).exists() for name in outputs)
 
     later = Metastore(url, clock=lambda: time.time() + 3600)  # an hour without a heartbeat
-    report = vacuum(str(root), metastore=later, retention_seconds=0)
+    report = vacuum(str(root), metastore=later, retentionSeconds=0)
     assert report["expiredTransactions"] == [compactor]
     assert Metastore(url).txn_state(compactor) == "aborted"
     assert sorted(Path(p).name for p in report["removedPaths"]) == outputs

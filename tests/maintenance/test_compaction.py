@@ -34,7 +34,6 @@ from acid_source.errors import (
     ConflictError,
     CorruptFileError,
     InvalidArgumentError,
-    InvalidOptionError,
     TableNotRegisteredError,
 )
 from acid_source.layout import bucket_codec
@@ -202,7 +201,7 @@ OPS = ["append", "append", "append", "delete", "update", "aborted", "open"]
 def test_random_partitioned_history_reads_the_same_before_and_after_minor_and_major(tmp_path, seed):
     rng = random.Random(seed)
     location = str(tmp_path / "t")
-    create_table(location, SCHEMA, partition_columns=["p"])
+    create_table(location, SCHEMA, partitionColumns=["p"])
     h = History(location, rng)
     h.step("append")
     for _ in range(9):
@@ -254,7 +253,7 @@ def test_random_bucketed_history(tmp_path, seed):
     statements and write ids wrote it."""
     rng = random.Random(seed)
     location = str(tmp_path / "t")
-    create_table(location, FLAT, bucket_columns=["id"], num_buckets=3)
+    create_table(location, FLAT, bucketColumns=["id"], numBuckets=3)
     h = History(location, rng, parts=())
     for op in ["append", "append", "delete", "aborted", "append", "update", "append", "delete"]:
         h.step(op)
@@ -382,7 +381,7 @@ def test_empty_outputs_still_take_effect(tmp_path):
     assert major["numOutputFiles"] == 0 and major["numRowsDroppedDeleted"] == 2
     assert read(location) == [] and len(read(location, 1)) == 2
     flat = str(tmp_path / "mm")
-    create_table(flat, FLAT, insert_only=True)
+    create_table(flat, FLAT, insertOnly=True)
     mm = AcidTable.load(flat)
     mm.append(batch([1], "w1", schema=FLAT))
     mm.overwrite(batch([], "none", schema=FLAT))  # base_2 with an empty file
@@ -537,7 +536,7 @@ def test_a_reader_planned_before_the_commit_keeps_its_rows(tmp_path):
     """Outputs are invisible until the compaction commits, and a reader whose snapshot predates
     the commit keeps reading the old directories, during and after the commit."""
     location = str(tmp_path / "t")
-    create_table(location, SCHEMA, partition_columns=["p"])
+    create_table(location, SCHEMA, partitionColumns=["p"])
     t = AcidTable.load(location)
     for w in range(3):
         t.append(batch(range(w * 5, w * 5 + 5), f"w{w}", ["a", "b", "a", "b", "a"]))
@@ -553,7 +552,7 @@ def test_a_reader_planned_before_the_commit_keeps_its_rows(tmp_path):
         seen["during rows"] = sorted(seen["during"].toArrow().to_pylist(), key=lambda r: r["id"])
         return results
 
-    compact_table(location, "major", run_tasks=tasks_then_read)
+    compact_table(location, "major", runTasks=tasks_then_read)
     assert seen["during rows"] == expected
     for scan in (early, seen["during"], t.scan()):
         assert sorted(scan.toArrow().to_pylist(), key=lambda r: r["id"]) == expected
@@ -586,7 +585,7 @@ def test_a_delete_committed_by_another_process_during_a_compaction(tmp_path, pri
         assert out.returncode == 0, out.stderr.decode()[-2000:]
         return results
 
-    major = compact_table(location, "major", run_tasks=tasks_then_delete)
+    major = compact_table(location, "major", runTasks=tasks_then_delete)
     assert major["outputDirs"] == [f"base_0000002_v{major['txnId']:07d}"]
     assert [r[0] for r in read(location)] == [0, 2, 3, 4, 5, 6, 8, 9]
     assert [h["operation"] for h in t.history()][:2] == ["compaction", "delete"]
@@ -607,7 +606,7 @@ def test_an_overwrite_committed_during_a_compaction_fails_it(tmp_path):
         return results
 
     with pytest.raises(ConflictError) as info:
-        compact_table(location, "major", run_tasks=tasks_then_overwrite)
+        compact_table(location, "major", runTasks=tasks_then_overwrite)
     assert info.value.committed_write_id == 3 and "compaction must be retried" in str(info.value)
     assert made and not any(os.path.exists(d) for d in made)  # the aborted compaction left nothing
     assert [r[:2] for r in read(location)] == [(42, "ow")]
@@ -616,7 +615,7 @@ def test_an_overwrite_committed_during_a_compaction_fails_it(tmp_path):
 
 def test_a_failing_task_aborts_and_removes_every_output(tmp_path):
     location = str(tmp_path / "t")
-    create_table(location, SCHEMA, partition_columns=["p"])
+    create_table(location, SCHEMA, partitionColumns=["p"])
     t = AcidTable.load(location)
     t.append(batch(range(4), "w1", ["a", "b", "a", "b"]))
     t.append(batch(range(4, 8), "w2", ["a", "b", "a", "b"]))
@@ -628,11 +627,11 @@ def test_a_failing_task_aborts_and_removes_every_output(tmp_path):
         raise RuntimeError("executor lost")
 
     with pytest.raises(RuntimeError, match="executor lost"):
-        compact_table(location, "minor", run_tasks=half_then_fail)
+        compact_table(location, "minor", runTasks=half_then_fail)
     assert sorted(str(p) for p in Path(location).rglob("*")) == listing
     assert everything(location) == before
     with pytest.raises(RuntimeError):
-        compact_table(location, "major", run_tasks=half_then_fail)
+        compact_table(location, "major", runTasks=half_then_fail)
     assert sorted(str(p) for p in Path(location).rglob("*")) == listing
     assert [h["operation"] for h in t.history()] == ["insert", "insert"]
 
@@ -661,7 +660,7 @@ def test_inputs_out_of_row_id_order_fail_loudly(tmp_path):
 # ---------------------------------------------------------------------------------------------
 def test_partition_filter_and_optimize(tmp_path):
     location = str(tmp_path / "t")
-    create_table(location, SCHEMA, partition_columns=["p"])
+    create_table(location, SCHEMA, partitionColumns=["p"])
     t = AcidTable.load(location)
     for w in range(3):
         t.append(batch(range(w * 3, w * 3 + 3), f"w{w}", ["a", "b", "c"]))
@@ -680,7 +679,7 @@ def test_partition_filter_and_optimize(tmp_path):
 
 def test_insert_only_tables(tmp_path):
     location = str(tmp_path / "t")
-    create_table(location, FLAT, insert_only=True, partition_columns=[])
+    create_table(location, FLAT, insertOnly=True, partitionColumns=[])
     t = AcidTable.load(location)
     t.append(batch([1, 2], "w1", schema=FLAT))
     t.append(batch([3], "w2", schema=FLAT))
@@ -721,8 +720,8 @@ def test_arguments_and_tables_that_cannot_be_compacted(tmp_path):
     with pytest.raises(TableNotRegisteredError):
         AcidTable.load(str(hive)).compact("minor")
     empty = str(tmp_path / "empty")
-    create_table(empty, SCHEMA, partition_columns=["p"])
-    with pytest.raises(InvalidOptionError, match="partitionFilter"):
+    create_table(empty, SCHEMA, partitionColumns=["p"])
+    with pytest.raises(InvalidArgumentError, match="partitionFilter"):
         AcidTable.load(empty).compact("major", partitionFilter="q = 1")
     nothing = AcidTable.load(empty).compact("major")
     assert nothing["numDataObjectsCompacted"] == 0 and nothing["numOutputFiles"] == 0
@@ -757,5 +756,5 @@ def test_a_task_runs_without_driver_side_modules(tmp_path):
         assert out.stdout.decode().split(None, 1) == ["1", "[]\n"]
         return run_in_process(tasks)
 
-    compact_table(location, "major", run_tasks=ship)
+    compact_table(location, "major", runTasks=ship)
     assert len(captured) == 1 and re.fullmatch(r"base_0000002_v\d{7}", captured[0].output_dir.rsplit("/", 1)[1])

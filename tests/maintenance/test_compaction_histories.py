@@ -205,7 +205,7 @@ def test_random_histories_read_the_same_at_every_version_through_compaction_and_
     root = tempfile.mkdtemp(prefix="acidorc-comphist-")
     try:
         location = os.path.join(root, "t")
-        create_table(location, SCHEMA, partition_columns=["p"], bucket_columns=["id"], num_buckets=2)
+        create_table(location, SCHEMA, partitionColumns=["p"], bucketColumns=["id"], numBuckets=2)
         run = Run(location, AcidTable.load(location))
         originals(run, with_originals)
         # every program starts with data, and ends with a major compaction and a vacuum
@@ -229,7 +229,7 @@ def test_version_zero_after_the_originals_were_compacted_and_cleaned(tmp_path):
     holds their rows and vacuum removed them, version 0 cannot be read - a typed error, never
     an empty table."""
     location = str(tmp_path / "t")
-    create_table(location, SCHEMA, partition_columns=["p"])
+    create_table(location, SCHEMA, partitionColumns=["p"])
     HiveTable(location, DATA_COLS).original("000000_0", [(1, "orig"), (2, "orig")], partition="p=a")
     t = AcidTable.load(location)
     t.append(table_data([3], "w1", ["a"]))
@@ -251,7 +251,7 @@ def test_a_minor_compaction_of_an_already_compacted_range_does_not_duplicate_row
     covers the same write ids as the old one. Readers must use one of the two, never both, and
     a major compaction must still be possible."""
     location = str(tmp_path / "t")
-    create_table(location, SCHEMA, partition_columns=["p"])
+    create_table(location, SCHEMA, partitionColumns=["p"])
     t = AcidTable.load(location)
     t.append(table_data([1], "w1", ["a"]))
     t.append(table_data([2], "w2", ["a"]))
@@ -272,7 +272,7 @@ def test_the_table_version_stays_the_last_write_id_after_a_compaction(tmp_path):
     """A compaction adds no version (it has no write id): ``version`` - the latest committed
     write id - must not become None when the last commit is a compaction."""
     location = str(tmp_path / "t")
-    create_table(location, SCHEMA, partition_columns=["p"])
+    create_table(location, SCHEMA, partitionColumns=["p"])
     t = AcidTable.load(location)
     t.append(table_data([1], "w1", ["a"]))
     t.append(table_data([2], "w2", ["a"]))

@@ -54,8 +54,8 @@ def url(tmp_path):
 def _table(path, url, *, schema=SCHEMA, properties=None, partition_columns=(), insert_only=False) -> str:
     """A registered, empty table; properties go through the store (create_table takes none)."""
     if properties is None:
-        create_table(str(path), schema, metastore_url=url, partition_columns=partition_columns,
-                     insert_only=insert_only)
+        create_table(str(path), schema, metastoreUrl=url, partitionColumns=partition_columns,
+                     insertOnly=insert_only)
     else:
         Metastore(url).create_table(str(path), schema, partition_columns=partition_columns, insert_only=insert_only,
                                     properties=properties)
@@ -200,7 +200,7 @@ def test_aborted_write_ids_left_on_disk_trigger_a_major_compaction(tmp_path, url
     _orphan(path, url)
     d = _decide(path, url)[""]
     assert (d.kind, d.aborted) == ("major", 3)
-    assert run_initiator(path, metastore_url=url)[0]["status"] == "compacted"
+    assert run_initiator(path, metastoreUrl=url)[0]["status"] == "compacted"
     assert _decide(path, url)[""].aborted == 0  # still on disk, but below the new base
     assert _ids(path, url) == [1]
 
@@ -210,7 +210,7 @@ def test_a_compaction_the_compactor_finds_nothing_for_is_not_reported_as_done(tm
     AcidTable.load(path, metastoreUrl=url).overwrite(_rows([1]))
     for _ in range(3):
         _orphan(path, url)  # a base, and nothing but aborted directories above it
-    [entry] = run_initiator(path, metastore_url=url)
+    [entry] = run_initiator(path, metastoreUrl=url)
     assert entry["kind"] == "major" and entry["abortedWriteIds"] == 3
     did_nothing = "" in entry["metrics"]["skipped"]
     assert entry["status"] == ("skipped" if did_nothing else "compacted")
@@ -227,7 +227,7 @@ def test_aborted_directories_inside_a_minor_compaction_no_longer_count(tmp_path,
     _orphan(path, url)
     t.append(_rows([5]))
     assert _decide(path, url)[""].aborted == 2
-    compact_table(path, "minor", metastore_url=url)
+    compact_table(path, "minor", metastoreUrl=url)
     assert [n.split("_v")[0] for n in _acid_dirs(path) if "_v" in n] == ["delta_0000001_0000005"]
     assert len(_acid_dirs(path)) == 6  # the aborted directories are still there, until the cleaner runs
     assert _decide(path, url)[""].aborted == 0
@@ -274,13 +274,13 @@ def test_settings_table_property_over_environment_over_hive_default():
 def test_environment_threshold_applies_to_real_tables(tmp_path, url, monkeypatch):
     path = _table(tmp_path / "t", url)
     _appends(AcidTable.load(path, metastoreUrl=url), 4)
-    assert run_initiator(path, metastore_url=url, dry_run=True) == []
+    assert run_initiator(path, metastoreUrl=url, dryRun=True) == []
     monkeypatch.setenv("ACIDORC_COMPACTOR_DELTA_NUM_THRESHOLD", "3")
-    [entry] = run_initiator(path, metastore_url=url, dry_run=True)
+    [entry] = run_initiator(path, metastoreUrl=url, dryRun=True)
     assert (entry["kind"], entry["status"], entry["deltas"]) == ("major", "dry_run", 4)
     monkeypatch.setenv("ACIDORC_COMPACTOR_DELTA_NUM_THRESHOLD", "three")
     with pytest.raises(InvalidOptionError, match="ACIDORC_COMPACTOR_DELTA_NUM_THRESHOLD"):
-        run_initiator(path, metastore_url=url)
+        run_initiator(path, metastoreUrl=url)
 
 
 def test_a_bad_table_property_is_reported_and_other_tables_still_compacted(tmp_path, url):
@@ -288,7 +288,7 @@ def test_a_bad_table_property_is_reported_and_other_tables_still_compacted(tmp_p
     good = _table(tmp_path / "good", url, properties={NUM: "2"})
     for path in (bad, good):
         _appends(AcidTable.load(path, metastoreUrl=url), 3)
-    by_location = {e["location"]: e for e in run_initiator(metastore_url=url)}
+    by_location = {e["location"]: e for e in run_initiator(metastoreUrl=url)}
     assert by_location[bad]["status"] == "error" and NUM in by_location[bad]["error"]
     assert by_location[good]["status"] == "compacted"
 
@@ -298,7 +298,7 @@ def test_no_auto_compaction_keeps_the_initiator_away(tmp_path, url, monkeypatch)
     path = _table(tmp_path / "t", url, properties={"no_auto_compaction": "true", NUM: "1"})
     _appends(AcidTable.load(path, metastoreUrl=url), 3)
     before = _acid_dirs(path)
-    [entry] = run_initiator(path, metastore_url=url)
+    [entry] = run_initiator(path, metastoreUrl=url)
     assert entry["status"] == "disabled" and "no_auto_compaction" in entry["reason"]
     monkeypatch.setenv("ACIDORC_AUTO_COMPACT", "true")  # on for this call (off while building the table)
     assert maybe_compact_after_commit(path, url, [""]) == []
@@ -309,7 +309,7 @@ def test_dry_run_reports_and_changes_nothing(tmp_path, url):
     path = _table(tmp_path / "t", url)
     _appends(AcidTable.load(path, metastoreUrl=url), 11)
     before, history = _acid_dirs(path), Metastore(url).history(Metastore(url).get_table(path).table_id)
-    [entry] = run_initiator(path, metastore_url=url, dry_run=True)
+    [entry] = run_initiator(path, metastoreUrl=url, dryRun=True)
     assert (entry["status"], entry["kind"], entry["partition"]) == ("dry_run", "major", "")
     assert _acid_dirs(path) == before
     assert Metastore(url).history(Metastore(url).get_table(path).table_id) == history
@@ -322,7 +322,7 @@ def test_the_environment_switch_turns_the_after_commit_trigger_off(tmp_path, url
     monkeypatch.setenv("ACIDORC_AUTO_COMPACT", "false")
     assert maybe_compact_after_commit(path, url, [""]) == []
     assert _acid_dirs(path) == before
-    [entry] = run_initiator(path, metastore_url=url)  # an explicit pass still runs
+    [entry] = run_initiator(path, metastoreUrl=url)  # an explicit pass still runs
     assert entry["status"] == "compacted"
 
 
@@ -338,7 +338,7 @@ def test_compaction_of_named_partitions_selects_exactly_them(tmp_path, url):
     rels = sorted(e.name for e in os.scandir(path) if e.is_dir() and e.name.startswith("p="))
     assert len(rels) == len(values)
     for rel in rels:
-        metrics = compact_table(path, "major", partitions=[rel], metastore_url=url)
+        metrics = compact_table(path, "major", partitions=[rel], metastoreUrl=url)
         assert metrics["partitions"] == [rel]
     assert sorted(r["id"] for r in t.toArrow().to_pylist()) == list(range(len(values)))
 
@@ -351,9 +351,9 @@ def test_named_partitions_match_by_value(tmp_path, url):
     t = AcidTable.load(path, metastoreUrl=url)
     for p in (1, 1, 2, 2):
         t.append(pa.table({"id": pa.array([p], pa.int64()), "s": ["x"], "p": pa.array([p], pa.int32())}))
-    metrics = compact_table(path, "minor", partitions=["p=01"], metastore_url=url)
+    metrics = compact_table(path, "minor", partitions=["p=01"], metastoreUrl=url)
     assert metrics["partitions"] == ["p=1"]
-    assert compact_table(path, "minor", partitions=[], metastore_url=url)["partitions"] == []
+    assert compact_table(path, "minor", partitions=[], metastoreUrl=url)["partitions"] == []
 
 
 # --- compacting: exactly the objects over a threshold ---------------------------------------------
@@ -367,7 +367,7 @@ def test_run_initiator_compacts_exactly_the_objects_over_threshold(tmp_path, url
     AcidTable.load(path, metastoreUrl=url).delete("id = 300")
     expected.remove(300)
     dirs = {p: _acid_dirs(os.path.join(path, p)) for p in ("p=a", "p=b%27s", "p=c")}
-    entries = run_initiator(path, metastore_url=url)
+    entries = run_initiator(path, metastoreUrl=url)
     assert sorted((e["partition"], e["kind"], e["status"]) for e in entries) == [
         ("p=a", "major", "compacted"), ("p=b%27s", "minor", "compacted")]
     new = {p: sorted(set(_acid_dirs(os.path.join(path, p))) - set(before)) for p, before in dirs.items()}
@@ -375,7 +375,7 @@ def test_run_initiator_compacts_exactly_the_objects_over_threshold(tmp_path, url
     assert [n.split("_v")[0] for n in new["p=b%27s"]] == ["delta_0000013_0000023"]
     assert new["p=c"] == []
     assert _ids(path, url) == sorted(expected)
-    assert run_initiator(path, metastore_url=url) == []  # nothing left over a threshold
+    assert run_initiator(path, metastoreUrl=url) == []  # nothing left over a threshold
 
 
 def test_failed_compactions_stop_after_the_threshold(tmp_path, url):
@@ -386,9 +386,9 @@ def test_failed_compactions_stop_after_the_threshold(tmp_path, url):
         raise OSError("disk full")
 
     for _ in range(2):
-        [entry] = run_initiator(path, metastore_url=url, run_tasks=broken)
+        [entry] = run_initiator(path, metastoreUrl=url, runTasks=broken)
         assert entry["status"] == "failed" and "disk full" in entry["error"]
-    [entry] = run_initiator(path, metastore_url=url, run_tasks=broken)
+    [entry] = run_initiator(path, metastoreUrl=url, runTasks=broken)
     assert entry["status"] == "skipped" and "last 2 compactions failed" in entry["reason"]
     assert not [n for n in _acid_dirs(path) if "_v" in n]  # aborted outputs were removed
     assert _ids(path, url) == [0, 1, 2]
@@ -404,7 +404,7 @@ def test_a_concurrent_overwrite_wins_and_is_no_failure(tmp_path, url):
         return run_in_process(tasks)
 
     for _ in range(3):  # never counted as a failure, so never skipped
-        [entry] = run_initiator(path, metastore_url=url, run_tasks=overwrite_meanwhile)
+        [entry] = run_initiator(path, metastoreUrl=url, runTasks=overwrite_meanwhile)
         assert entry["status"] == "conflict"
         _appends(t, 3)
     assert _ids(path, url) == [0, 1, 2, 42]
@@ -416,10 +416,10 @@ def test_a_running_compaction_is_left_alone(tmp_path, url):
     store = Metastore(url)
     running = store.open_transaction(description="a compaction elsewhere")
     os.makedirs(os.path.join(path, f"base_0000011_v{running:07d}"))  # what it writes first
-    [entry] = run_initiator(path, metastore_url=url)
+    [entry] = run_initiator(path, metastoreUrl=url)
     assert entry["status"] == "skipped" and f"transaction {running}" in entry["reason"]
     store.abort(running, "it failed")
-    [entry] = run_initiator(path, metastore_url=url)
+    [entry] = run_initiator(path, metastoreUrl=url)
     assert entry["status"] == "compacted"
 
 
@@ -456,7 +456,7 @@ def test_after_commit_leaves_big_in_process_compactions_to_an_explicit_pass(tmp_
     [entry] = maybe_compact_after_commit(path, url, [""], run_tasks=run_in_process)  # a runner: no bound
     assert entry["status"] == "compacted"
     _appends(AcidTable.load(path, metastoreUrl=url), 11, start=11)
-    [entry] = run_initiator(path, metastore_url=url)  # nor for an explicit pass
+    [entry] = run_initiator(path, metastoreUrl=url)  # nor for an explicit pass
     assert entry["status"] == "compacted"
     assert _ids(path, url) == list(range(22))
 
@@ -494,14 +494,14 @@ def test_after_commit_never_raises(tmp_path, url, caplog, monkeypatch):
 def test_unknown_tables_and_stores(tmp_path, url, monkeypatch):
     missing = f"sqlite:///{tmp_path}/no-such-store.db"
     with pytest.raises(MetastoreNotFoundError):
-        run_initiator(metastore_url=missing)
+        run_initiator(metastoreUrl=missing)
     path = _table(tmp_path / "t", url)
     _appends(AcidTable.load(path, metastoreUrl=url), 2)
     with pytest.raises(TableNotRegisteredError):
-        run_initiator(str(tmp_path / "nowhere"), metastore_url=url)
+        run_initiator(str(tmp_path / "nowhere"), metastoreUrl=url)
     with pytest.raises(TableNotRegisteredError):
-        run_initiator("db.nothing", metastore_url=url)
-    assert run_initiator(metastore_url=url) == []
+        run_initiator("db.nothing", metastoreUrl=url)
+    assert run_initiator(metastoreUrl=url) == []
     monkeypatch.setenv("ACIDORC_AUTO_COMPACT", "true")  # on for this call (off while building the table)
     assert maybe_compact_after_commit(str(tmp_path / "nowhere"), url, [""]) == []
 

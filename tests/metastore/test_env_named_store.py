@@ -101,7 +101,7 @@ def test_only_the_built_in_default_store_may_be_absent(tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     path = str(tmp_path / "t")
     other = f"sqlite:///{tmp_path}/writer.db"
-    create_table(path, pa.schema([("id", pa.int64())]), metastore_url=other)
+    create_table(path, pa.schema([("id", pa.int64())]), metastoreUrl=other)
     AcidTable.load(path, metastoreUrl=other).append(pa.table({"id": pa.array([7], pa.int64())}))
     assert AcidTable.load(path).scan().toArrow().column("id").to_pylist() == [7]
     assert url_for_workers(None) is None
@@ -123,14 +123,14 @@ def test_the_store_a_running_session_is_given_is_the_one_its_workers_ask(spark, 
     store = tmp_path / "own.db"
     url = f"sqlite:///{store}"
     path = str(tmp_path / "t")
-    create_table(path, pa.schema([("id", pa.int64())]), metastore_url=url)
+    create_table(path, pa.schema([("id", pa.int64())]), metastoreUrl=url)
     AcidTable.load(path, metastoreUrl=url).append(pa.table({"id": pa.array([1], pa.int64())}))
 
     def plan():
         return spark.read.format("acidorc").option("versionAsOf", 1).load(path).columns
 
     try:
-        assert get_or_create_session(metastore_url=url) is spark
+        assert get_or_create_session(metastoreUrl=url) is spark
         assert plan() == ["id"]
         for leftover in tmp_path.glob("own.db*"):
             leftover.unlink()
@@ -138,12 +138,12 @@ def test_the_store_a_running_session_is_given_is_the_one_its_workers_ask(spark, 
             plan()
         assert url in str(info.value) and not store.exists()
     finally:
-        get_or_create_session(metastore_url=original)
+        get_or_create_session(metastoreUrl=original)
     assert spark.sparkContext.environment.get("ACIDORC_METASTORE_URL") is None
     with pytest.raises(Exception, match="is not registered in"):  # the JVM's store again
         plan()
     # a URL with a password is never handed to Spark: an error naming the variable, no password
     with pytest.raises(MetastoreError, match=r"\$ACIDORC_METASTORE_URL before the first SparkSession") as info:
-        get_or_create_session(metastore_url="postgresql://acidorc:secret@db.internal/acidorc")
+        get_or_create_session(metastoreUrl="postgresql://acidorc:secret@db.internal/acidorc")
     assert "secret" not in str(info.value)
     assert spark.sparkContext.environment.get("ACIDORC_METASTORE_URL") is None

@@ -40,7 +40,7 @@ def table(hive_metastore, tmp_path):
     db = hive_metastore.database("acidorc_store")
     name = f"{db}.t_{uuid.uuid4().hex[:8]}"
     location = str(tmp_path / "t")
-    create_table(location, SCHEMA, name=name, partition_columns=["day"], metastore_url=hive_metastore.uri)
+    create_table(location, SCHEMA, name=name, partitionColumns=["day"], metastoreUrl=hive_metastore.uri)
     return hive_metastore.uri, name, location
 
 
@@ -137,7 +137,7 @@ def test_a_transaction_the_metastore_aborted_fails_its_commit_and_leaves_nothing
     db = server.database("acidorc_store")
     name = f"{db}.silent_{uuid.uuid4().hex[:8]}"
     location = str(tmp_path / "t")
-    create_table(location, SCHEMA, name=name, partition_columns=["day"], metastore_url=server.uri)
+    create_table(location, SCHEMA, name=name, partitionColumns=["day"], metastoreUrl=server.uri)
     store = connect(server.uri)
     info = store.get_table(name=name)
     storage = Storage(location)

@@ -245,7 +245,7 @@ def test_a_store_that_cannot_record_a_lease_does_not_fail_the_read(tmp_path, cap
     from acid_source.table import AcidTable
 
     url = f"sqlite:///{tmp_path}/store.db"
-    create_table(str(tmp_path / "t"), pa.schema([("id", pa.int64())]), metastore_url=url)
+    create_table(str(tmp_path / "t"), pa.schema([("id", pa.int64())]), metastoreUrl=url)
     AcidTable.load(str(tmp_path / "t"), metastoreUrl=url).append(pa.table({"id": pa.array([1, 2], pa.int64())}))
     scan = AcidTable.load(str(tmp_path / "t"), metastoreUrl=url).scan()
 

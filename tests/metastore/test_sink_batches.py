@@ -205,7 +205,7 @@ def _files(root: Path) -> list[str]:
 
 def test_a_replayed_staged_write_leaves_nothing_on_storage(db_url, tmp_path):
     location = tmp_path / "events"
-    create_table(str(location), SCHEMA, partition_columns=["ds"], metastore_url=db_url)
+    create_table(str(location), SCHEMA, partitionColumns=["ds"], metastoreUrl=db_url)
     first, results = _staged_append(location, db_url, [1, 2])
     metrics = first.commit([results], sink=(SINK, 0))
     committed = _files(location)
@@ -239,7 +239,7 @@ def test_a_context_managed_transaction_commits_its_mark(ms, table):
 
 def test_processes_racing_to_commit_one_batch_exactly_one_wins(db_url, tmp_path):
     location = tmp_path / "events"
-    create_table(str(location), SCHEMA, partition_columns=["ds"], metastore_url=db_url)
+    create_table(str(location), SCHEMA, partitionColumns=["ds"], metastoreUrl=db_url)
     workers = 3
     ctx = worker_context.forkserver()
     results = metastore_workers.run_workers(
@@ -275,8 +275,8 @@ def test_the_hive_metastore_refuses_sink_marks_and_the_write_leaves_nothing(hive
         with pytest.raises(UnsupportedOperationError, match="commit's own database transaction"):
             call()
     location = tmp_path / "events"
-    create_table(str(location), SCHEMA, name="sinks.events", partition_columns=["ds"],
-                 metastore_url=hive_metastore.uri)
+    create_table(str(location), SCHEMA, name="sinks.events", partitionColumns=["ds"],
+                 metastoreUrl=hive_metastore.uri)
     staged, results = _staged_append(location, hive_metastore.uri, [1])
     with pytest.raises(UnsupportedOperationError, match="CommitTxnRequest.keyValue"):
         staged.commit([results], sink=(SINK, 0))

@@ -1,4 +1,5 @@
-"""What every transaction store does the same way — acidorc's own (SQLite, PostgreSQL) and a
+"""What every transaction store does the same way (the contract in
+acid_source/metastore/contract.py) — acidorc's own (SQLite, PostgreSQL) and a
 real Hive 4.1 metastore — run on each (pyiceberg's catalog fixture is the model). Where the
 stores differ on purpose (history, time travel, the row-level rule, which commits an UPDATE
 conflicts with, locks: a Hive Metastore takes Hive's, so one UPDATE waits for another where
@@ -7,6 +8,7 @@ test_conflict_rules.py, test_hive_store.py."""
 
 from __future__ import annotations
 
+import inspect
 import multiprocessing
 import pickle
 import sys
@@ -17,9 +19,17 @@ import pyarrow as pa
 import pytest
 from pymetastore.hive_metastore import ttypes as tt
 
-from acid_source.errors import TableExistsError, TableNotRegisteredError, TransactionStateError
+from acid_source.errors import (
+    InvalidArgumentError,
+    StoreBehindStorageError,
+    TableExistsError,
+    TableNotRegisteredError,
+    TransactionStateError,
+    UnsupportedOperationError,
+)
+from acid_source.layout.ids_on_storage import IdsOnStorage, UsedDir
 from acid_source.layout.writeids import LONG_MAX
-from acid_source.metastore import connect
+from acid_source.metastore import TransactionStore, connect, contract, is_store
 
 HERE = Path(__file__).parent
 if str(HERE) not in sys.path:
@@ -48,6 +58,12 @@ def store_url(request, tmp_path) -> str:
         except tt.AlreadyExistsException:
             pass
     return server.uri
+
+
+@pytest.fixture
+def store_kind(store_url, request) -> str:
+    """Which kind of store the test runs on: sqlite, postgresql or hive."""
+    return request.node.callspec.params["store_url"]
 
 
 @pytest.fixture
@@ -223,3 +239,172 @@ def test_processes_opening_transaction_batches_never_overlap(store, store_url, n
     assert store.write_ids_of(table.table_id, "aborted") == aborted
     assert str(store.valid_write_ids(table.table_id)) == \
         f"{table.name}:{total}:{LONG_MAX}::{','.join(map(str, aborted))}"
+
+
+# --- the contract itself ------------------------------------------------------------------------
+def _contract_members() -> dict[str, object]:
+    """Every member the protocols of contract.py declare: name -> the protocol's attribute
+    (None for a data member, which has only an annotation)."""
+    members: dict[str, object] = {}
+    for part in TransactionStore.__mro__:
+        if part.__module__ != contract.__name__:
+            continue
+        for name in getattr(part, "__annotations__", {}):
+            members.setdefault(name, None)
+        for name, value in vars(part).items():
+            if callable(value) or isinstance(value, property):
+                if not name.startswith("_") or name in ("__enter__", "__exit__"):
+                    members.setdefault(name, value)
+    return members
+
+
+def _parameters(function) -> list[tuple[str, object, object]]:
+    return [(p.name, p.kind, p.default) for p in inspect.signature(function).parameters.values()]
+
+
+def test_each_store_implements_every_member_of_the_contract_as_declared(store):
+    members = _contract_members()
+    assert {"commit", "snapshot", "acquire_lease", "sink_batch", "create_table", "keeps_history", "url"} <= set(members)
+    assert is_store(store) and not is_store(store.url)
+    cls = type(store)
+    for name, declared in members.items():
+        owner = next(c for c in cls.__mro__ if name in vars(c) or name in getattr(c, "__annotations__", {}))
+        if declared is None:  # a data member: set by the store itself
+            assert owner.__module__ != contract.__name__ or name in vars(store), (cls.__name__, name)
+            continue
+        owner = next(c for c in cls.__mro__ if name in vars(c))
+        assert owner.__module__ != contract.__name__, f"{cls.__name__} does not implement {name}"
+        implemented = vars(owner)[name]
+        if isinstance(declared, property):
+            assert isinstance(implemented, property), (cls.__name__, name)
+            continue
+        assert _parameters(implemented) == _parameters(declared), (cls.__name__, name)
+    assert isinstance(store.url, str) and isinstance(store.has_password, bool)
+    assert isinstance(store.keeps_history, bool) and isinstance(store.clock(), float)
+    timeout = store.txn_timeout_seconds()
+    assert timeout is None or timeout > 0
+
+
+# --- the catalog --------------------------------------------------------------------------------
+def test_list_tables_shows_the_registered_tables_and_new_tables_go_where_asked(store, new_table, tmp_path):
+    table, other = new_table(), new_table(partitioned=False)
+    listed = {t.name: t for t in store.list_tables()}
+    assert listed[table.name] == table and listed[other.name] == other
+    store.drop_table(name=other.name)
+    assert other.name not in {t.name for t in store.list_tables()}
+    path = str(tmp_path / "new")
+    assert store.new_table_place(path, f"{DB}.new") == (path, f"{DB}.new")
+
+
+# --- transactions -------------------------------------------------------------------------------
+def test_txn_info_follows_the_state_and_unknown_transactions_are_refused(store, new_table):
+    table = new_table()
+    t = store.open_transaction(user="contract-user", description="contract txn")
+    info = store.txn_info(t)
+    assert (info["txn_id"], info["state"], info["user_name"]) == (t, "open", "contract-user")
+    store.allocate_write_id(t, table.table_id)
+    store.commit(t, touched={table.table_id: ["ds=1"]})
+    assert (store.txn_info(t)["state"], store.txn_state(t)) == ("committed", "committed")
+    a = store.open_transaction()
+    store.abort(a)
+    assert (store.txn_info(a)["state"], store.txn_state(a)) == ("aborted", "aborted")
+    never = a + 1_000_000
+    for call in (store.txn_state, store.txn_info):
+        with pytest.raises(TransactionStateError, match=str(never)):
+            call(never)
+
+
+def test_locks_storage_checks_and_expiry_leave_live_writers_alone(store, new_table, tmp_path):
+    table = new_table()
+    tid = table.table_id
+    t = store.open_transaction()
+    store.lock(t, tid, "insert")
+    assert store.allocate_write_id(t, tid, operation="insert") == 1
+    assert store.abort_expired(600, table_id=tid) == [] and store.txn_state(t) == "open"
+    store.refuse_if_behind(tid, IdsOnStorage(table.location, (UsedDir("delta_0000001_0000001", 1, 0),)))
+    ahead = IdsOnStorage(table.location, (UsedDir("delta_0000007_0000007", 7, 0),))
+    with pytest.raises(StoreBehindStorageError, match="delta_0000007_0000007"):
+        store.refuse_if_behind(tid, ahead)
+    store.commit(t, touched={tid: ["ds=1"]})
+    assert store.write_ids_of(tid, "committed") == [1]
+    with pytest.raises(InvalidArgumentError, match="state"):
+        store.write_ids_of(tid, "finished")
+
+
+# --- snapshots and history ----------------------------------------------------------------------
+def test_the_latest_version_and_the_history_where_the_store_keeps_one(store, new_table):
+    table = new_table()
+    tid = table.table_id
+    assert store.latest_version(tid, store.valid_write_ids(tid)) == 0
+    t = store.open_transaction()
+    store.allocate_write_id(t, tid)
+    store.commit(t, touched={tid: ["ds=1"]})
+    assert store.latest_version(tid, store.valid_write_ids(tid)) == 1
+    asks = (lambda: store.history(tid), lambda: store.snapshot_as_of(tid, 1),
+            lambda: store.write_id_as_of_time(tid, store.clock()), lambda: store.commits_since(tid, ["ds=1"], 0))
+    if not store.keeps_history:
+        for ask in asks:
+            with pytest.raises(UnsupportedOperationError):
+                ask()
+        return
+    history, past, as_of_now, (seq, commits) = (ask() for ask in asks)
+    assert [(e["txn_id"], e["write_id"], e["operation"], e["touched"]) for e in history] == [(t, 1, "insert", ["ds=1"])]
+    assert str(past[0]) == str(store.valid_write_ids(tid)) and as_of_now == 1
+    assert seq == history[0]["commit_seq"] and [(c["txn_id"], c["partition"]) for c in commits] == [(t, "ds=1")]
+
+
+# --- leases and the cleaner ---------------------------------------------------------------------
+def test_a_lease_is_renewed_until_released(store, store_kind, new_table):
+    table = new_table()
+    tid = table.table_id
+    write_ids, txns = store.snapshot(tid)
+    lease = store.acquire_lease(tid, write_ids, str(txns), 600, holder="contract reader")
+    assert (lease.table_id, str(lease.write_ids), str(lease.txns), lease.ttl_seconds) == \
+        (tid, str(write_ids), str(txns), 600)
+    renewed = store.renew_lease(lease.lease_id)
+    assert renewed is not None and renewed.lease_id == lease.lease_id and renewed.renewed_at >= lease.renewed_at
+    # acidorc's store lists the lease; a Hive Metastore holds it as an open transaction instead
+    live = [] if store_kind == "hive" else [lease.lease_id]
+    assert [held.lease_id for held in store.live_leases(tid)] == live
+    store.release_lease(lease.lease_id)
+    store.release_lease(lease.lease_id)  # again: nothing
+    assert store.renew_lease(lease.lease_id) is None and store.live_leases(tid) == []
+    assert store.purge_expired_leases() >= 0
+    with pytest.raises(InvalidArgumentError, match="ttl_seconds"):
+        store.acquire_lease(tid, write_ids, txns, 0)
+
+
+def test_the_cleaner_view_keeps_what_an_open_transaction_may_read(store, new_table):
+    table = new_table()
+    tid = table.table_id
+    reader = store.open_transaction()  # may be reading the table as it was before the writes
+    t1, t2 = store.open_transaction(), store.open_transaction()
+    store.allocate_write_id(t1, tid), store.allocate_write_id(t2, tid)
+    store.commit(t1, touched={tid: ["ds=1"]})
+    store.abort(t2)
+    view = store.cleaner_view(tid, retention_seconds=0, txn_timeout_seconds=600)
+    latest_ids, latest_txns = view.latest
+    assert str(latest_ids) == str(store.valid_write_ids(tid)) and latest_ids.is_write_id_valid(1)
+    assert not view.floor[0].is_write_id_valid(1)  # the reader's snapshot predates it
+    assert 2 in view.aborted_write_ids and t2 in view.aborted_txn_ids and reader in latest_txns.open_ids
+    store.abort(reader)
+
+
+# --- streaming sinks ----------------------------------------------------------------------------
+def test_a_sinks_batch_is_recorded_with_its_commit_or_refused(store, new_table):
+    table = new_table()
+    tid = table.table_id
+    sink = f"sink-{uuid.uuid4().hex[:8]}"
+    t = store.open_transaction()
+    store.allocate_write_id(t, tid)
+    if not store.keeps_history:  # a Hive Metastore cannot commit a mark with the transaction
+        for refused in (lambda: store.commit(t, touched={tid: ["ds=1"]}, sink=(sink, 0)),
+                        lambda: store.sink_batch(sink, 0), lambda: store.last_sink_batch(sink)):
+            with pytest.raises(UnsupportedOperationError, match="streaming sink"):
+                refused()
+        assert store.txn_state(t) == "open"
+        store.abort(t)
+        return
+    assert store.sink_batch(sink, 0) is None and store.last_sink_batch(sink) is None
+    store.commit(t, touched={tid: ["ds=1"]}, sink=(sink, 0))
+    assert store.sink_batch(sink, 0) == t and store.last_sink_batch(sink) == 0

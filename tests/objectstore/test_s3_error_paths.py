@@ -22,10 +22,10 @@ from acid_source.errors import (
     SnapshotFilesRemovedError,
 )
 from acid_source.layout.table_dirs import REMOVING_MARKER
-from acid_source.options import WriteSpec, spark_storage_options
 from acid_source.resolve import resolve_table
 from acid_source.scan.planner import TableScan
 from acid_source.scan.reader import read_split
+from acid_source.spark.options import spark_storage_options, write_spec
 from acid_source.storage import TABLE_MARKER, Storage, option_pairs
 from acid_source.writes import stage_write
 
@@ -46,7 +46,7 @@ def s3_table_url(shared_bucket) -> str:
 
 
 def table_with_rows(s3_server, url: str, *batches: tuple[list[int], str]) -> AcidTable:
-    create_table(url, SCHEMA, partition_columns=["p"], storage_options=s3_server.storage_options)
+    create_table(url, SCHEMA, partitionColumns=["p"], storageOptions=s3_server.storage_options)
     t = AcidTable.load(url, storageOptions=s3_server.storage_options)
     for ids, p in batches:
         t.append(pa.table({"id": ids, "v": [f"v{i}" for i in ids], "p": [p] * len(ids)}))
@@ -143,7 +143,7 @@ def put_original(s3_server, path: str, ids: list[int]) -> None:
 
 def test_a_union_subdirectory_of_originals_being_removed_is_refused_by_its_s3_url(s3_server, s3_table_url):
     options = s3_server.storage_options
-    create_table(s3_table_url, "id bigint, v string", storage_options=options)
+    create_table(s3_table_url, "id bigint, v string", storageOptions=options)
     union = f"{native(s3_table_url)}/HIVE_UNION_SUBDIR_1"
     put_original(s3_server, f"{native(s3_table_url)}/000000_0", [1])
     put_original(s3_server, f"{union}/000000_0", [2, 3])
@@ -165,7 +165,7 @@ def test_a_table_whose_first_write_aborts_exists_on_s3_and_opens_empty(s3_server
     storage = spark_storage_options(option_pairs(s3_server.storage_options))
     options = {"path": s3_table_url, "partitionColumns": "p", **storage}
     data = pa.schema([("id", pa.int64()), ("v", pa.string()), ("p", pa.string())])
-    staged = stage_write(WriteSpec.from_options(options), overwrite=False, data_schema=data)
+    staged = stage_write(write_spec(options), overwrite=False, data_schema=data)
     assert s3_server.filesystem().exists(f"{native(s3_table_url)}/{TABLE_MARKER}")
     staged.abort(reason="the test's first write fails")
     t = AcidTable.load(s3_table_url, storageOptions=s3_server.storage_options)

@@ -25,8 +25,8 @@ def test_a_restored_store_is_refused_on_s3_and_adopt_recovers(s3_server, s3_tabl
     options = s3_server.storage_options
     db = str(tmp_path / "store.db")
     url = f"sqlite:///{db}"
-    create_table(s3_table_url, "id bigint, p string", partition_columns=["p"], metastore_url=url,
-                 storage_options=options)
+    create_table(s3_table_url, "id bigint, p string", partitionColumns=["p"], metastoreUrl=url,
+                 storageOptions=options)
     t = AcidTable.load(s3_table_url, metastoreUrl=url, storageOptions=options)
     t.append(pa.table({"id": pa.array([1, 2], pa.int64()), "p": ["a", "a"]}))
     _copy(db, str(tmp_path / "older.db"))
@@ -46,9 +46,9 @@ def test_a_restored_store_is_refused_on_s3_and_adopt_recovers(s3_server, s3_tabl
         t.delete("id = 2")
     assert sorted(fs.find(prefix)) == before
 
-    drop_table(s3_table_url, metastore_url=url, storage_options=options)
-    create_table(s3_table_url, "id bigint, p string", partition_columns=["p"], adopt=True, metastore_url=url,
-                 storage_options=options)
+    drop_table(s3_table_url, metastoreUrl=url, storageOptions=options)
+    create_table(s3_table_url, "id bigint, p string", partitionColumns=["p"], adopt=True, metastoreUrl=url,
+                 storageOptions=options)
     t = AcidTable.load(s3_table_url, metastoreUrl=url, storageOptions=options)
     assert t.append(pa.table({"id": pa.array([4], pa.int64()), "p": ["a"]}))["writeId"] == 4
     assert sorted(t.toArrow().column("id").to_pylist()) == [2, 3, 4]

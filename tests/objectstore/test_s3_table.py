@@ -19,7 +19,7 @@ def rows(t: AcidTable, **scan) -> dict:
 
 def test_a_table_on_s3_through_every_verb(s3_server, s3_table_url):
     options = s3_server.storage_options
-    create_table(s3_table_url, "id bigint, v string, p string", partition_columns=["p"], storage_options=options)
+    create_table(s3_table_url, "id bigint, v string, p string", partitionColumns=["p"], storageOptions=options)
     t = AcidTable.load(s3_table_url, storageOptions=options)
     assert rows(t) == {} and t.version == 0
     versions: dict[int, dict] = {}
@@ -70,7 +70,7 @@ def test_a_table_on_s3_through_every_verb(s3_server, s3_table_url):
     with pytest.raises(NotEnoughHistoryError):  # as on a local disk: an error, never fewer rows
         rows(t, versionAsOf=min(versions))
 
-    assert drop_table(s3_table_url, purge=True, storage_options=options) is not None
+    assert drop_table(s3_table_url, purge=True, storageOptions=options) is not None
     assert fs.find(s3_table_url.removeprefix("s3://")) == []
     with pytest.raises(TableLocationNotFoundError, match=s3_table_url):
         AcidTable.load(s3_table_url, storageOptions=options)
@@ -82,7 +82,7 @@ def test_one_recursive_listing_lists_every_directory_as_listing_each_does(s3_ser
     from acid_source.storage import Storage, option_pairs
 
     options = s3_server.storage_options
-    create_table(s3_table_url, "id bigint, p string", partition_columns=["p"], storage_options=options)
+    create_table(s3_table_url, "id bigint, p string", partitionColumns=["p"], storageOptions=options)
     t = AcidTable.load(s3_table_url, storageOptions=options)
     for p in ("a", "b"):
         t.append(pa.table({"id": [1, 2], "p": [p, p]}))

@@ -56,7 +56,7 @@ def test_create_without_credentials_is_a_storage_error_and_registers_nothing(s3_
     monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent")
     endpoint_only = {"client_kwargs": {"endpoint_url": s3_server.endpoint}}
     with pytest.raises(StorageError) as info:
-        create_table(s3_table_url, SCHEMA, storage_options=endpoint_only)
+        create_table(s3_table_url, SCHEMA, storageOptions=endpoint_only)
     assert s3_table_url in str(info.value) and "NoCredentialsError" in str(info.value)
     assert info.value.path.startswith("s3://")
     assert pickle.loads(pickle.dumps(info.value)).args == info.value.args
@@ -67,14 +67,14 @@ def test_create_without_credentials_is_a_storage_error_and_registers_nothing(s3_
 def test_create_with_a_wrong_secret_names_the_url_and_leaves_the_store_alone(s3_server, s3_table_url):
     wrong = {**s3_server.storage_options, "secret": "not-the-secret"}
     with pytest.raises(StorageError) as info:
-        create_table(s3_table_url, SCHEMA, storage_options=wrong)
+        create_table(s3_table_url, SCHEMA, storageOptions=wrong)
     assert s3_table_url in str(info.value) and "not-the-secret" not in str(info.value)
     assert not registered(s3_table_url)
     assert objects(s3_server, s3_table_url) == []
 
 
 def test_an_empty_table_exists_by_its_marker_and_opens(s3_server, s3_table_url):
-    info = create_table(s3_table_url, SCHEMA, storage_options=s3_server.storage_options)
+    info = create_table(s3_table_url, SCHEMA, storageOptions=s3_server.storage_options)
     assert info.location == s3_table_url
     bucket_path = s3_table_url.removeprefix("s3://")
     assert objects(s3_server, s3_table_url) == [f"{bucket_path}/{TABLE_MARKER}"]
@@ -88,16 +88,16 @@ def test_an_empty_table_exists_by_its_marker_and_opens(s3_server, s3_table_url):
 
 def test_create_if_not_exists_and_a_second_create(s3_server, s3_table_url):
     options = s3_server.storage_options
-    first = create_table(s3_table_url, SCHEMA, storage_options=options)
-    assert create_table(s3_table_url, SCHEMA, storage_options=options, if_not_exists=True) == first
+    first = create_table(s3_table_url, SCHEMA, storageOptions=options)
+    assert create_table(s3_table_url, SCHEMA, storageOptions=options, ifNotExists=True) == first
     with pytest.raises(TableExistsError):
-        create_table(s3_table_url, SCHEMA, storage_options=options)
+        create_table(s3_table_url, SCHEMA, storageOptions=options)
     assert len(objects(s3_server, s3_table_url)) == 1
 
 
 def test_a_failed_registration_takes_its_marker_back(s3_server, s3_table_url):
     with pytest.raises(Exception) as info:
-        create_table(s3_table_url, SCHEMA, partition_columns=["nope"], storage_options=s3_server.storage_options)
+        create_table(s3_table_url, SCHEMA, partitionColumns=["nope"], storageOptions=s3_server.storage_options)
     assert "nope" in str(info.value)
     assert not registered(s3_table_url)
     assert objects(s3_server, s3_table_url) == []
@@ -107,7 +107,7 @@ def test_a_failed_registration_takes_its_marker_back(s3_server, s3_table_url):
 
 def test_a_table_deleted_by_hand_is_location_not_found_with_its_url(s3_server, s3_table_url):
     options = s3_server.storage_options
-    create_table(s3_table_url, SCHEMA, storage_options=options)
+    create_table(s3_table_url, SCHEMA, storageOptions=options)
     AcidTable.load(s3_table_url, storageOptions=options).append(pa.table({"id": [1], "v": ["a"]}))
     delete_prefix(s3_server, s3_table_url)
     with pytest.raises(TableLocationNotFoundError) as info:
@@ -117,12 +117,12 @@ def test_a_table_deleted_by_hand_is_location_not_found_with_its_url(s3_server, s
 
 def test_drop_purge_removes_every_object(s3_server, s3_table_url):
     options = s3_server.storage_options
-    create_table(s3_table_url, "id bigint, p string", partition_columns=["p"], storage_options=options)
+    create_table(s3_table_url, "id bigint, p string", partitionColumns=["p"], storageOptions=options)
     t = AcidTable.load(s3_table_url, storageOptions=options)
     t.append(pa.table({"id": [1, 2], "p": ["a", "b"]}))
     t.delete("id = 1")
     assert len(objects(s3_server, s3_table_url)) > 4
-    dropped = drop_table(s3_table_url, purge=True, storage_options=options)
+    dropped = drop_table(s3_table_url, purge=True, storageOptions=options)
     assert dropped.location == s3_table_url
     assert objects(s3_server, s3_table_url) == []
     assert not registered(s3_table_url)
@@ -132,16 +132,16 @@ def test_drop_purge_removes_every_object(s3_server, s3_table_url):
 
 def test_drop_purge_without_access_keeps_the_table_registered(s3_server, s3_table_url):
     options = s3_server.storage_options
-    create_table(s3_table_url, SCHEMA, storage_options=options)
+    create_table(s3_table_url, SCHEMA, storageOptions=options)
     wrong = {**options, "secret": "not-the-secret"}
     with pytest.raises(StorageError, match=s3_table_url):
-        drop_table(s3_table_url, purge=True, storage_options=wrong)
+        drop_table(s3_table_url, purge=True, storageOptions=wrong)
     assert registered(s3_table_url)
     assert len(objects(s3_server, s3_table_url)) == 1
 
 
 def test_storage_options_must_be_a_dict(s3_table_url):
     with pytest.raises(InvalidArgumentError, match="storage_options"):
-        create_table(s3_table_url, SCHEMA, storage_options="key=secret")
+        create_table(s3_table_url, SCHEMA, storageOptions="key=secret")
     with pytest.raises(InvalidArgumentError, match="storageOptions"):
         AcidTable(s3_table_url, storageOptions=[("key",)])

@@ -19,7 +19,7 @@ from acid_source.layout.table_dirs import REMOVING_MARKER
 @pytest.mark.parametrize("step", ["vacuum.objectstore.marked", "vacuum.objectstore.emptied"])
 def test_a_reader_never_reads_a_half_deleted_directory(s3_server, s3_table_url, tmp_path, monkeypatch, step):
     options = s3_server.storage_options
-    create_table(s3_table_url, "id bigint", storage_options=options)
+    create_table(s3_table_url, "id bigint", storageOptions=options)
     t = AcidTable.load(s3_table_url, storageOptions=options)
     model = []
     for i in range(3):

@@ -62,7 +62,7 @@ def workers():
 
 @pytest.fixture
 def table(s3_env, s3_table_url) -> str:
-    create_table(s3_table_url, pa.schema([("id", pa.int64()), ("p", pa.int32())]), partition_columns=["p"])
+    create_table(s3_table_url, pa.schema([("id", pa.int64()), ("p", pa.int32())]), partitionColumns=["p"])
     t = AcidTable.load(s3_table_url)
     t.append(pa.table({"id": pa.array(ROWS_P1, pa.int64()), "p": pa.array([1] * 10, pa.int32())}))
     t.append(pa.table({"id": pa.array(ROWS_P2, pa.int64()), "p": pa.array([2] * 10, pa.int32())}))

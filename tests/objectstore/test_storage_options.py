@@ -9,7 +9,7 @@ import pickle
 import pytest
 
 from acid_source.errors import InvalidOptionError
-from acid_source.options import ReadSpec, WriteSpec, spark_storage_options, storage_options_from
+from acid_source.spark.options import read_spec, spark_storage_options, storage_options_from, write_spec
 
 NESTED = {"key": "k", "secret": "s", "anon": False,
           "client_kwargs": {"endpoint_url": "http://e:9000", "region_name": "r"},
@@ -22,8 +22,8 @@ def test_nested_and_typed_options_round_trip_through_spark_strings():
     assert strings["fs.client_kwargs.endpoint_url"] == "http://e:9000" and strings["fs.secret"] == "s"
     assert "s" not in strings["storageOptions"].split('"')  # secrets stay out of the JSON
     assert dict(storage_options_from(strings)) == NESTED
-    read = ReadSpec.from_options({"path": "s3://b/t", **strings})
-    write = WriteSpec.from_options({"path": "s3://b/t", **strings})
+    read = read_spec({"path": "s3://b/t", **strings})
+    write = write_spec({"path": "s3://b/t", **strings})
     assert dict(read.storage_options) == dict(write.storage_options) == NESTED
 
 
@@ -47,7 +47,7 @@ def test_the_prefix_scheme_builds_nested_dicts():
 ])
 def test_bad_storage_options_are_typed_errors_naming_the_option(options, option, fragment):
     with pytest.raises(InvalidOptionError) as info:
-        ReadSpec.from_options({"path": "s3://b/t", **options})
+        read_spec({"path": "s3://b/t", **options})
     assert info.value.option == option and fragment in str(info.value)
     assert "hunter2" not in str(info.value)
     assert pickle.loads(pickle.dumps(info.value)).args == info.value.args

@@ -57,8 +57,8 @@ class Env:
         self.outside = tmp_path / "outside"
         self.outside.mkdir()
         self.url = f"sqlite:///{tmp_path}/store.db"
-        self.location = create_table(str(self.root), SCHEMA, partition_columns=["part"],
-                                     metastore_url=self.url).location
+        self.location = create_table(str(self.root), SCHEMA, partitionColumns=["part"],
+                                     metastoreUrl=self.url).location
         self.table.append(rows([(1, "a"), (2, "b")]))
         self.committed = self.read()
 
@@ -179,11 +179,11 @@ def test_a_table_name_is_never_a_path(tmp_path, name, monkeypatch):
     monkeypatch.chdir(cwd)
     url = f"sqlite:///{tmp_path}/store.db"
     decoy = tmp_path / "x"  # what "../x" means relative to the working directory
-    create_table(str(decoy), SCHEMA, metastore_url=url)
+    create_table(str(decoy), SCHEMA, metastoreUrl=url)
     AcidTable.load(str(decoy), metastoreUrl=url).append(rows([(99, "decoy")]))
     before = {k: v for k, v in tree(tmp_path).items() if not k.startswith(("store.db", "named"))}
     try:
-        info = create_table(str(tmp_path / "named"), SCHEMA, name=name, metastore_url=url)
+        info = create_table(str(tmp_path / "named"), SCHEMA, name=name, metastoreUrl=url)
     except Exception as exc:  # noqa: BLE001
         assert isinstance(exc, AcidError), f"untyped error {type(exc).__name__}: {exc}"
         return
@@ -303,7 +303,7 @@ def test_clean_up_never_removes_files_outside_the_table(env):
     os.symlink(env.outside / "aborted", delta)
     before = tree(env.outside)
     try:
-        clean_aborted_writes(env.location, metastore_url=env.url, expire_after_seconds=0)
+        clean_aborted_writes(env.location, metastoreUrl=env.url, expireAfterSeconds=0)
     except Exception as exc:  # noqa: BLE001
         assert isinstance(exc, AcidError), f"untyped error {type(exc).__name__}: {exc}"
     assert tree(env.outside) == before

@@ -70,7 +70,7 @@ def scan_cost(table: AcidTable, opened: list[str], **scan_args) -> tuple[list[tu
 
 def test_files_opened_by_a_full_scan_before_and_after_minor_and_major_compaction(tmp_path, opened):
     location = str(tmp_path / "t")
-    create_table(location, SCHEMA, partition_columns=["p"], bucket_columns=["id"], num_buckets=BUCKETS)
+    create_table(location, SCHEMA, partitionColumns=["p"], bucketColumns=["id"], numBuckets=BUCKETS)
     t = AcidTable.load(location)
     model: dict[int, tuple[str, str]] = {}
     next_id = 0
@@ -129,7 +129,7 @@ PRUNE_PARTS = {(1, "x"): [1, 2], (1, "y"): [3], (2, "x"): [4, 5], (3, None): [6]
 
 def _pruned_table(tmp_path, url: str | None = None) -> tuple[AcidTable, dict[int, tuple]]:
     location = str(tmp_path / "pruned")
-    create_table(location, PRUNE_SCHEMA, partition_columns=["day", "tag"], metastore_url=url)
+    create_table(location, PRUNE_SCHEMA, partitionColumns=["day", "tag"], metastoreUrl=url)
     t = AcidTable.load(location, metastoreUrl=url)
     rows = {i: (i, day, tag) for (day, tag), ids in PRUNE_PARTS.items() for i in ids}
     t.append(pa.table({"id": pa.array(list(rows), pa.int64()),

@@ -286,9 +286,9 @@ def test_a_narrower_schema_decodes_only_its_columns(tmp_path, monkeypatch):
     import pyarrow as pa
     import pyarrow.orc as po
 
-    from acid_source.options import ReadSpec
     from acid_source.resolve import scan_for
     from acid_source.scan.reader import read_split
+    from acid_source.spark.options import read_spec
 
     t = HiveTable(tmp_path, [("id", "int"), ("name", "string"), ("big", "string")])
     t.insert(1, {0: [(i, f"n{i}", "x" * 100) for i in range(10)]})
@@ -297,7 +297,7 @@ def test_a_narrower_schema_decodes_only_its_columns(tmp_path, monkeypatch):
     real = po.ORCFile.read_stripe
     monkeypatch.setattr(po.ORCFile, "read_stripe", lambda self, n, columns=None: asked.append(columns)
                         or real(self, n, columns=columns))
-    scan = scan_for(ReadSpec.from_options({"path": str(tmp_path)}))
+    scan = scan_for(read_spec({"path": str(tmp_path)}))
     ctx, splits = scan.plan(pa.schema([("NAME", pa.string())]))
     got = sorted(r["NAME"] for s in splits for b in read_split(s, ctx) for r in b.to_pylist())
     assert got == sorted(f"n{i}" for i in range(10) if i != 3)

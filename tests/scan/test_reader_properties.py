@@ -53,10 +53,10 @@ from reference import (  # noqa: E402
 from reference import Ev as RefEv  # noqa: E402
 
 from acid_source.errors import NotEnoughHistoryError  # noqa: E402
-from acid_source.options import ReadSpec  # noqa: E402
 from acid_source.resolve import scan_for  # noqa: E402
 from acid_source.scan.reader import ScanMetrics, read_split  # noqa: E402
 from acid_source.scan.splits import ROW_ID_COLUMN, ROW_ID_TYPE  # noqa: E402
+from acid_source.spark.options import read_spec  # noqa: E402
 
 TABLE = "default.t"
 COLUMNS = [("a", "int"), ("b", "string")]
@@ -541,7 +541,7 @@ def acid_read(root: Path, write_ids: str | None, txns: str | None, max_split_byt
         opts["validTxns"] = txns
     if max_split_bytes is not None:
         opts["maxSplitBytes"] = max_split_bytes
-    scan = scan_for(ReadSpec.from_options(opts))
+    scan = scan_for(read_spec(opts))
     ctx, splits = scan.plan(SCHEMA if row_id else DATA_SCHEMA)
     metrics = ScanMetrics()
     rows = []

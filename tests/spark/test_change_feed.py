@@ -26,7 +26,7 @@ def history(spark, tmp_path_factory):
     """A partitioned, bucketed table with one of each kind of commit (versions 1..5), minor
     compacted after the UPDATE."""
     path = str(tmp_path_factory.mktemp("cf") / "t")
-    create_table(path, SCHEMA, partition_columns=["p"], bucket_columns=["k"], num_buckets=2)
+    create_table(path, SCHEMA, partitionColumns=["p"], bucketColumns=["k"], numBuckets=2)
     t = AcidTable.load(path)
     t.append(rows([1, 2, 3], "a"))                                        # 1
     t.append(rows([4, 5], "b"))                                           # 2
@@ -111,7 +111,7 @@ def test_range_options_without_read_change_feed_and_a_version_past_the_latest(sp
 
 def test_removed_history_is_a_typed_error_through_spark(spark, tmp_path):
     path = str(tmp_path / "t")
-    create_table(path, SCHEMA, partition_columns=["p"])
+    create_table(path, SCHEMA, partitionColumns=["p"])
     t = AcidTable.load(path)
     t.append(rows([1, 2], "a"))
     t.delete("id = 1")
@@ -128,10 +128,10 @@ def test_a_change_feed_task_unpickles_and_reads_without_driver_side_modules(hist
     that loads no store, resolver, planner or SQL parser."""
     from test_task_imports import DRIVER_SIDE, run_in_fresh_interpreter
 
-    from acid_source.options import ReadSpec
     from acid_source.spark.change_feed import AcidChangeFeedReader
+    from acid_source.spark.options import read_spec
 
-    options = ReadSpec.from_options({"path": history, "readChangeFeed": "true", "startingVersion": "1"})
+    options = read_spec({"path": history, "readChangeFeed": "true", "startingVersion": "1"})
     reader = AcidChangeFeedReader(options)
     partitions = reader.partitions()
     assert len(partitions) > 1

@@ -48,7 +48,7 @@ def spark_tasks_of(spark, group: str) -> list[int]:
 @pytest.fixture
 def path(tmp_path):
     p = str(tmp_path / "t")
-    create_table(p, SCHEMA, partition_columns=["p"], bucket_columns=["id"], num_buckets=2)
+    create_table(p, SCHEMA, partitionColumns=["p"], bucketColumns=["id"], numBuckets=2)
     t = AcidTable.load(p)
     for w in range(3):
         ids = list(range(w * 10, w * 10 + 10))

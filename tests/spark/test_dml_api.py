@@ -32,7 +32,7 @@ def rows_at(path) -> list[tuple]:
 @pytest.fixture
 def path(tmp_path):
     p = str(tmp_path / "t")
-    create_table(p, SCHEMA, partition_columns=["p"])
+    create_table(p, SCHEMA, partitionColumns=["p"])
     AcidTable.load(p).append(DATA)
     return p
 
@@ -64,12 +64,12 @@ def test_update_moves_rows_between_partitions_and_counts_them(spark, path):
 
 def test_updating_the_bucket_column_moves_the_row_to_its_bucket(spark, tmp_path):
     path = str(tmp_path / "bucketed")
-    create_table(path, pa.schema([("id", pa.int64()), ("v", pa.string())]), bucket_columns=["id"], num_buckets=4)
+    create_table(path, pa.schema([("id", pa.int64()), ("v", pa.string())]), bucketColumns=["id"], numBuckets=4)
     AcidTable.load(path).append(pa.table({"id": pa.array(range(20), pa.int64()), "v": ["x"] * 20}))
     # where an append puts each id: the bucket Hive's hash gives it (checked by the interop tests)
     bucket_of = {}
     probe = str(tmp_path / "probe")
-    create_table(probe, pa.schema([("id", pa.int64()), ("v", pa.string())]), bucket_columns=["id"], num_buckets=4)
+    create_table(probe, pa.schema([("id", pa.int64()), ("v", pa.string())]), bucketColumns=["id"], numBuckets=4)
     AcidTable.load(probe).append(pa.table({"id": pa.array([101, 102, 103], pa.int64()), "v": ["y"] * 3}))
     for d, _, files in os.walk(probe):
         for f in files:
@@ -111,7 +111,7 @@ def test_a_target_with_nothing_to_read_is_an_empty_frame(spark, path, tmp_path):
     assert m["writeId"] is None and m["numAffectedRows"] == 0
     assert listing(path) == files and AcidTable.load(path).version == version
     empty = str(tmp_path / "empty")
-    create_table(empty, SCHEMA, partition_columns=["p"])
+    create_table(empty, SCHEMA, partitionColumns=["p"])
     e = AcidTable.forPath(spark, empty)
     assert e.delete("id = 1")["numDeletedRows"] == 0
     assert e.update(None, {"v": "'x'"})["numUpdatedRows"] == 0
@@ -128,7 +128,7 @@ def test_dml_on_every_column_type(spark, tmp_path):
     p = str(tmp_path / "t")
     create_table(p, "id bigint, ts timestamp, tn timestamp_ntz, d decimal(12,3), day date, tags array<string>, "
                     "m map<string,int>, s struct<a:int,b:string>, f float, b binary, p string",
-                 partition_columns=["p"])
+                 partitionColumns=["p"])
     rows = [{"id": i, "ts": dt.datetime(2024, 1, 1, i, tzinfo=dt.timezone.utc), "tn": dt.datetime(2024, 2, 1, i),
              "d": decimal.Decimal(f"{i}.125"), "day": dt.date(2024, 3, i + 1), "tags": [f"t{i}", None],
              "m": [("k", i)], "s": {"a": i, "b": f"b{i}"}, "f": i / 4, "b": bytes([i]), "p": "x" if i % 2 else None}
@@ -169,7 +169,7 @@ def test_history_and_detail_are_dataframes(spark, path):
 def test_for_name_and_is_acid_table(spark, tmp_path):
     name = f"db.t_{uuid.uuid4().hex[:8]}"
     p = str(tmp_path / "named")
-    create_table(p, SCHEMA, partition_columns=["p"], name=name)
+    create_table(p, SCHEMA, partitionColumns=["p"], name=name)
     AcidTable.load(p).append(DATA)
     t = AcidTable.forName(spark, name)
     assert t.delete("id = 0")["numDeletedRows"] == 1
@@ -209,7 +209,7 @@ def test_errors_name_the_problem_and_leave_the_table_alone(spark, path):
 
 def test_insert_only_tables_refuse_dml(spark, tmp_path):
     p = str(tmp_path / "io")
-    create_table(p, pa.schema([("id", pa.int64())]), insert_only=True)
+    create_table(p, pa.schema([("id", pa.int64())]), insertOnly=True)
     AcidTable.load(p).append(pa.table({"id": pa.array([1], pa.int64())}))
     with pytest.raises(UnsupportedOperationError, match="insert-only"):
         AcidTable.forPath(spark, p).delete("id = 1")

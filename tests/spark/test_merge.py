@@ -171,7 +171,7 @@ def multiset(rows) -> Counter:
 
 def make_table(path, rows, *, insert_only: bool = False) -> str:
     location = str(path / "t")
-    acid_source.create_table(location, SCHEMA, partition_columns=["p"], insert_only=insert_only)
+    acid_source.create_table(location, SCHEMA, partitionColumns=["p"], insertOnly=insert_only)
     AcidTable.load(location).append(pa.Table.from_pylist(rows, schema=SCHEMA))
     return location
 

@@ -129,7 +129,7 @@ def typed_rows(k: int) -> pa.Table:
 @pytest.fixture(scope="module")
 def typed_table(tmp_path_factory):
     root = str(tmp_path_factory.mktemp("native") / "typed")
-    create_table(root, TYPES, partition_columns=["region", "day"])
+    create_table(root, TYPES, partitionColumns=["region", "day"])
     table = AcidTable.load(root)
     for k in range(2):
         table.append(typed_rows(k))
@@ -166,7 +166,7 @@ def test_many_partitions_share_one_scan_and_take_their_values_from_a_join(spark,
 
 def test_deletes_keep_their_buckets_on_the_merge_and_a_major_compaction_makes_all_native(spark, tmp_path):
     root = str(tmp_path / "t")
-    create_table(root, pa.schema([("id", pa.int64()), ("p", pa.int64())]), partition_columns=["p"])
+    create_table(root, pa.schema([("id", pa.int64()), ("p", pa.int64())]), partitionColumns=["p"])
     table = AcidTable.load(root)
     table.append(pa.table({"id": list(range(10)), "p": [i % 2 for i in range(10)]}))
     table.append(pa.table({"id": list(range(10, 20)), "p": [i % 2 for i in range(10)]}))
@@ -239,9 +239,9 @@ def test_a_native_read_takes_a_lease_and_never_returns_fewer_rows_after_its_file
     (lease,) = store.live_leases(tid)
     assert lease.ttl_seconds == 60 and lease.write_ids.high_watermark == 2
     table.compact("major")
-    assert vacuum(root, metastore_url=url, retention_seconds=0)["removedPaths"] == []  # kept for the lease
+    assert vacuum(root, metastoreUrl=url, retentionSeconds=0)["removedPaths"] == []  # kept for the lease
     assert sorted(r.id for r in df.collect()) == [1, 2, 3]
     an_hour_later = Metastore(url, clock=lambda: time.time() + 3600)
-    assert vacuum(root, metastore=an_hour_later, retention_seconds=0)["removedPaths"]
+    assert vacuum(root, metastore=an_hour_later, retentionSeconds=0)["removedPaths"]
     with pytest.raises(Exception, match="FILE_NOT_EXIST|does not exist|FileNotFound"):
         df.collect()

@@ -70,7 +70,7 @@ def test_a_planned_dataframe_keeps_its_files_while_its_lease_lives(spark, tmp_pa
     assert lease.write_ids.high_watermark == 2 and "Spark read" in lease.holder
     assert 3599 <= lease.ttl_seconds <= 3600
     t.major(2)
-    report = vacuum(str(t.root), metastore_url=t.url, retention_seconds=0)
+    report = vacuum(str(t.root), metastoreUrl=t.url, retentionSeconds=0)
     assert report["removedPaths"] == [] and report["numKeptForLeases"] == 2
     assert _ids(df) == [1, 2, 3, 4] and df.count() == 4  # the planned partitions, their files still there
     assert [x.lease_id for x in t.store.live_leases(t.tid)] == [lease.lease_id]  # reused, not planned again
@@ -84,7 +84,7 @@ def test_after_its_lease_expired_and_a_vacuum_a_dataframe_fails_with_a_typed_err
     assert lease.ttl_seconds == 60
     t.major(2)
     an_hour_later = Metastore(t.url, clock=lambda: time.time() + 3600)
-    report = vacuum(str(t.root), metastore=an_hour_later, retention_seconds=0)
+    report = vacuum(str(t.root), metastore=an_hour_later, retentionSeconds=0)
     assert sorted(os.path.basename(p) for p in report["removedPaths"]) == [delta_name(1, 1), delta_name(2, 2)]
     with pytest.raises(Exception, match="SnapshotFilesRemovedError") as info:
         df.collect()
@@ -98,7 +98,7 @@ def test_an_expired_lease_whose_files_are_still_there_reads_correctly(spark, tmp
     assert df.count() == 4
     an_hour_later = Metastore(t.url, clock=lambda: time.time() + 3600)
     assert an_hour_later.live_leases(t.tid) == []
-    assert vacuum(str(t.root), metastore=an_hour_later, retention_seconds=0)["removedPaths"] == []
+    assert vacuum(str(t.root), metastore=an_hour_later, retentionSeconds=0)["removedPaths"] == []
     assert _ids(df) == [1, 2, 3, 4]
 
 

@@ -64,7 +64,7 @@ def test_a_subset_schema_prunes_and_a_misspelled_column_is_an_error(spark, tmp_p
 
 def test_a_partition_column_named_first_reads_last_through_spark(spark, tmp_path):
     path = str(tmp_path / "t")
-    create_table(path, "grp STRING, id BIGINT, v BIGINT", partition_columns=["grp"])
+    create_table(path, "grp STRING, id BIGINT, v BIGINT", partitionColumns=["grp"])
     AcidTable.load(path).append(pa.table({"grp": ["g0", "g1"], "id": [1, 2], "v": [5, 6]}))
     df = spark.read.format("acidorc").load(path)
     assert df.columns == ["id", "v", "grp"]

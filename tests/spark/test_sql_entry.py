@@ -28,7 +28,7 @@ METRICS = {"operation", "writeId", "txnId", "numDeletedRows", "numUpdatedRows", 
 
 def new_table(tmp_path, name: str | None = None) -> str:
     path = str(tmp_path / uuid.uuid4().hex)
-    create_table(path, SCHEMA, partition_columns=["p"], name=name)
+    create_table(path, SCHEMA, partitionColumns=["p"], name=name)
     AcidTable.load(path).append(pa.table({c: [r[i] for r in START] for i, c in enumerate(SCHEMA.names)},
                                          schema=SCHEMA))
     return path
@@ -161,7 +161,7 @@ def test_merge_source_by_path_and_by_registered_name(spark, tmp_path):
     target = new_table(tmp_path)
     staging_name = f"default.{unique('staging')}"
     staging = str(tmp_path / "staging")
-    create_table(staging, SCHEMA, partition_columns=["p"], name=staging_name)
+    create_table(staging, SCHEMA, partitionColumns=["p"], name=staging_name)
     AcidTable.load(staging).append(pa.table({c: [r[i] for r in MERGE_SOURCE] for i, c in enumerate(SCHEMA.names)},
                                             schema=SCHEMA))
     sql(spark, MERGE_SQL.format(target=f"acidorc.`{target}` AS t", source=f"acidorc.`{staging}` AS s"))

@@ -111,8 +111,8 @@ def test_partitioned_and_bucketed_tables_route_rows_as_a_batch_write(spark, tmp_
         add_file(src, f"f{b}", rows[b * 20:(b + 1) * 20])
     stream_all(spark, src, streamed, ck, partitionColumns="grp", bucketColumns="id", numBuckets="4")
     # the partition column last, as the sink created its table
-    create_table(batch, "id BIGINT, v BIGINT, grp STRING", partition_columns=["grp"], bucket_columns=["id"],
-                 num_buckets=4)
+    create_table(batch, "id BIGINT, v BIGINT, grp STRING", partitionColumns=["grp"], bucketColumns=["id"],
+                 numBuckets=4)
     assert AcidTable.load(streamed).schema.names == ["id", "v", "grp"]
     AcidTable.load(batch).append(pa.Table.from_pylist(rows, pa.schema([("id", pa.int64()), ("v", pa.int64()),
                                                                        ("grp", pa.string())])))

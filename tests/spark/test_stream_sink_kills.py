@@ -35,7 +35,7 @@ def child_main(src: str, checkpoint: str, path: str, started: str) -> None:
     import acid_source
 
     spark = acid_source.get_or_create_session(
-        app_name="acidorc-stream-kills", master="local[2]",
+        appName="acidorc-stream-kills", master="local[2]",
         conf={"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
               "spark.sql.shuffle.partitions": "2", "spark.sql.session.timeZone": "UTC"})
     spark.sparkContext.setLogLevel("ERROR")

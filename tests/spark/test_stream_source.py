@@ -49,7 +49,7 @@ class Stream:
 
 @pytest.fixture
 def table(tmp_path):
-    create_table(str(tmp_path / "t"), SCHEMA, partition_columns=["day"])
+    create_table(str(tmp_path / "t"), SCHEMA, partitionColumns=["day"])
     return AcidTable.load(str(tmp_path / "t"))
 
 

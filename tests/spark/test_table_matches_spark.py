@@ -45,7 +45,7 @@ def test_acid_table_reads_what_spark_reads_on_random_histories(spark, history):
 
 def test_every_version_reads_the_same_both_ways(spark, tmp_path):
     path = str(tmp_path / "t")
-    create_table(path, pa.schema([("id", pa.int64()), ("p", pa.string())]), partition_columns=["p"])
+    create_table(path, pa.schema([("id", pa.int64()), ("p", pa.string())]), partitionColumns=["p"])
     t = AcidTable.load(path)
     t.append(pa.table({"id": pa.array([1, 2], pa.int64()), "p": ["a", "b"]}))
     t.overwrite(pa.table({"id": pa.array([3], pa.int64())}), partition={"p": "a"})

@@ -20,7 +20,7 @@ def test_spark_delete_and_merge_with_two_directories_of_one_value(spark, tmp_pat
     hive = HiveTable(root, [("id", "int"), ("v", "string")])
     hive.insert(1, {0: [(1, "a"), (2, "b")]}, partition="p=01")
     hive.insert(2, {0: [(3, "c"), (4, "d")]}, partition="p=1")
-    create_table(str(root), "id int, v string, p int", partition_columns=["p"], adopt=True)
+    create_table(str(root), "id int, v string, p int", partitionColumns=["p"], adopt=True)
     table = AcidTable.forPath(spark, str(root))
 
     assert table.delete("id IN (2, 3)")["numDeletedRows"] == 2

@@ -25,7 +25,7 @@ def test_the_change_feed_needs_a_store_with_a_commit_history(hive_metastore, tmp
         except tt.AlreadyExistsException:
             pass
     name = f"acidorc_cf.t_{uuid.uuid4().hex[:8]}"
-    create_table(str(tmp_path / "t"), pa.schema([("id", pa.int64())]), name=name, metastore_url=hive_metastore.uri)
+    create_table(str(tmp_path / "t"), pa.schema([("id", pa.int64())]), name=name, metastoreUrl=hive_metastore.uri)
     t = AcidTable.load(name, metastoreUrl=hive_metastore.uri)
     t.append(pa.table({"id": pa.array([1], pa.int64())}))
     with pytest.raises(UnsupportedOperationError, match="readChangeFeed: .* records no commit history") as caught:

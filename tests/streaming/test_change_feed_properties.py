@@ -122,8 +122,8 @@ def _changes(t: AcidTable, a: int, b: int) -> list[tuple]:
 def test_change_feed_equals_the_model_or_names_the_removed_history(tmp_path_factory, originals, history, ranges):
     base = tmp_path_factory.mktemp("cf")
     url = f"sqlite:///{base}/store.db"
-    create_table(str(base / "t"), SCHEMA, partition_columns=["p"], bucket_columns=["k"], num_buckets=2,
-                 metastore_url=url)
+    create_table(str(base / "t"), SCHEMA, partitionColumns=["p"], bucketColumns=["k"], numBuckets=2,
+                 metastoreUrl=url)
     model = Model()
     if originals:  # pre-ACID files in both partitions: rows with synthetic ROW__IDs and no write id
         for part in PARTS:

@@ -28,8 +28,8 @@ SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string()), ("p", pa.string())])
 @pytest.fixture
 def table(tmp_path):
     url = f"sqlite:///{tmp_path}/store.db"
-    create_table(str(tmp_path / "t"), SCHEMA, partition_columns=["p"], bucket_columns=["id"], num_buckets=2,
-                 metastore_url=url)
+    create_table(str(tmp_path / "t"), SCHEMA, partitionColumns=["p"], bucketColumns=["id"], numBuckets=2,
+                 metastoreUrl=url)
     return AcidTable.load(str(tmp_path / "t"), metastoreUrl=url), url
 
 
@@ -204,7 +204,7 @@ def test_an_insert_only_tables_appends_until_compaction_and_the_cleaner_fold_the
     """Rows of an insert-only table carry no write id: each append's own delta says whose they
     are; once a compaction's output (which mixes write ids) is all that is left, they are gone."""
     url = f"sqlite:///{tmp_path}/store.db"
-    create_table(str(tmp_path / "io"), SCHEMA, partition_columns=["p"], insert_only=True, metastore_url=url)
+    create_table(str(tmp_path / "io"), SCHEMA, partitionColumns=["p"], insertOnly=True, metastoreUrl=url)
     t = AcidTable.load(str(tmp_path / "io"), metastoreUrl=url)
     t.append(rows([1, 2]))      # 1
     t.append(rows([3], "y"))    # 2
@@ -235,11 +235,11 @@ def test_adopted_history_has_no_changes_to_show(tmp_path):
 
     url = f"sqlite:///{tmp_path}/store.db"
     path = str(tmp_path / "t")
-    create_table(path, SCHEMA, partition_columns=["p"], metastore_url=url)
+    create_table(path, SCHEMA, partitionColumns=["p"], metastoreUrl=url)
     AcidTable.load(path, metastoreUrl=url).append(rows([1]))
     AcidTable.load(path, metastoreUrl=url).append(rows([2]))
-    drop_table(path, metastore_url=url)
-    create_table(path, SCHEMA, partition_columns=["p"], metastore_url=url, adopt=True)
+    drop_table(path, metastoreUrl=url)
+    create_table(path, SCHEMA, partitionColumns=["p"], metastoreUrl=url, adopt=True)
     t = AcidTable.load(path, metastoreUrl=url)
     t.append(rows([3]))
     with pytest.raises(UnsupportedOperationError, match="adopted .* startingVersion=3"):

@@ -35,7 +35,7 @@ def deleted(t) -> list[tuple]:
 
 def test_deleted_rows_come_from_their_insert_events_wherever_they_are(tmp_path):
     url = f"sqlite:///{tmp_path}/store.db"
-    create_table(str(tmp_path / "t"), SCHEMA, bucket_columns=["id"], num_buckets=2, metastore_url=url)
+    create_table(str(tmp_path / "t"), SCHEMA, bucketColumns=["id"], numBuckets=2, metastoreUrl=url)
     # pre-ACID files (bucket 0): rows with synthetic ROW__IDs (write id 0), the second file's
     # row ids counting on from the first's
     paorc.write_table(rows([1, 2]), str(tmp_path / "t" / "000000_0"))
@@ -67,7 +67,7 @@ sys.stdout.buffer.write(pickle.dumps((ids, loaded)))
 
 def test_splits_are_read_in_a_fresh_interpreter_that_loads_nothing_driver_side(tmp_path):
     url = f"sqlite:///{tmp_path}/store.db"
-    create_table(str(tmp_path / "t"), SCHEMA, metastore_url=url)
+    create_table(str(tmp_path / "t"), SCHEMA, metastoreUrl=url)
     t = AcidTable.load(str(tmp_path / "t"), metastoreUrl=url)
     t.append(rows([1, 2, 3]))
     t.delete("id = 2")
@@ -84,7 +84,7 @@ def test_a_lookup_reads_only_the_stripes_holding_deleted_keys(tmp_path, monkeypa
     from acid_source.orc import files
 
     url = f"sqlite:///{tmp_path}/store.db"
-    create_table(str(tmp_path / "t"), SCHEMA, metastore_url=url)
+    create_table(str(tmp_path / "t"), SCHEMA, metastoreUrl=url)
     t = AcidTable.load(str(tmp_path / "t"), metastoreUrl=url)
     n = 400_000
     noise = os.urandom(n * 24).hex()  # barely compressible: the 8 MB delta stripes fill up
@@ -111,8 +111,8 @@ def test_a_streamed_transaction_batch_is_read_up_to_its_committed_transactions(t
     committed transaction's rows (cut at the _flush_length side file while the batch is open),
     never an aborted or still open one's, and finds a row deleted from it by ROW__ID."""
     url = f"sqlite:///{tmp_path}/store.db"
-    create_table(str(tmp_path / "t"), pa.schema([("id", pa.int64()), ("p", pa.string())]), partition_columns=["p"],
-                 metastore_url=url)
+    create_table(str(tmp_path / "t"), pa.schema([("id", pa.int64()), ("p", pa.string())]), partitionColumns=["p"],
+                 metastoreUrl=url)
     t = AcidTable.load(str(tmp_path / "t"), metastoreUrl=url)
     t.append(pa.table({"id": pa.array([0], pa.int64()), "p": ["a"]}))                # 1
     conn = t.streamingConnection(transactionsPerBatch=5)                               # 2..6

@@ -106,7 +106,7 @@ def test_the_side_file_records_every_commit_and_each_cut_reads_exactly_the_commi
 
 
 def test_dynamic_partitions_route_rows_and_a_static_partition_takes_batches_without_the_column(tmp_path):
-    create_table(str(tmp_path / "p"), SCHEMA, partition_columns=["day"])
+    create_table(str(tmp_path / "p"), SCHEMA, partitionColumns=["day"])
     with AcidTable.load(str(tmp_path / "p")).streamingConnection(transactionsPerBatch=2) as conn:
         conn.beginTransaction()
         conn.write(pa.concat_batches([rows([1, 2], "a"), rows([3], "b")]))
@@ -131,7 +131,7 @@ def test_dynamic_partitions_route_rows_and_a_static_partition_takes_batches_with
 
 
 def test_bucketed_tables_get_one_growing_file_per_bucket_with_hives_bucket_ids(tmp_path):
-    create_table(str(tmp_path / "b"), SCHEMA, bucket_columns=["id"], num_buckets=4)
+    create_table(str(tmp_path / "b"), SCHEMA, bucketColumns=["id"], numBuckets=4)
     with AcidTable.load(str(tmp_path / "b")).streamingConnection(transactionsPerBatch=3) as conn:
         for chunk in ([1, 2, 3], [4, 5, 6, 7, 8]):
             conn.beginTransaction()
@@ -185,7 +185,7 @@ def test_misuse_and_bad_input_are_typed_errors_that_leave_the_table_as_it_was(ta
     conn.commitTransaction()
     conn.close()
     assert read_ids(table) == [1]
-    create_table(str(tmp_path / "mm"), SCHEMA, insert_only=True)
+    create_table(str(tmp_path / "mm"), SCHEMA, insertOnly=True)
     with pytest.raises(UnsupportedOperationError, match="insert-only"):
         AcidTable.load(str(tmp_path / "mm")).streamingConnection()
 

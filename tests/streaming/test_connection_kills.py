@@ -29,7 +29,7 @@ def committed_rows(store: Metastore, table_id: int) -> list[int]:
 def test_killed_producers_leave_exactly_their_committed_transactions(tmp_path):
     path = str(tmp_path / "t")
     url = f"sqlite:///{tmp_path}/store.db"
-    create_table(path, SCHEMA, metastore_url=url)
+    create_table(path, SCHEMA, metastoreUrl=url)
     store = Metastore(url)
     table_id = store.get_table(path).table_id
     table = AcidTable.load(path, metastoreUrl=url)
@@ -50,7 +50,7 @@ def test_killed_producers_leave_exactly_their_committed_transactions(tmp_path):
         assert sorted(got) == expected, f"round {round_}"
     # the dead producers' open transactions expire; nothing of theirs appears
     store.abort_expired(0, table_id=table_id)
-    clean_aborted_writes(path, metastore_url=url, expire_after_seconds=0)
+    clean_aborted_writes(path, metastoreUrl=url, expireAfterSeconds=0)
     assert sorted(table.toArrow()["id"].to_pylist()) == committed_rows(store, table_id)
     table.compact("major")
     assert sorted(table.toArrow()["id"].to_pylist()) == committed_rows(store, table_id)

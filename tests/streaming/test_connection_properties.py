@@ -55,8 +55,8 @@ operation = st.one_of(
 def test_every_read_returns_exactly_the_committed_transactions(layout, batch_sizes, history):
     root = tempfile.mkdtemp(prefix="acidorc-stream-")
     path = os.path.join(root, "t")
-    create_table(path, SCHEMA, partition_columns=["day"] if layout == "partitioned" else (),
-                 bucket_columns=["id"] if layout == "bucketed" else (), num_buckets=3 if layout == "bucketed" else 0)
+    create_table(path, SCHEMA, partitionColumns=["day"] if layout == "partitioned" else (),
+                 bucketColumns=["id"] if layout == "bucketed" else (), numBuckets=3 if layout == "bucketed" else 0)
     table = AcidTable.load(path)
     ids = itertools.count(1)
     committed: list[tuple[int, str]] = []
@@ -112,7 +112,7 @@ def test_every_read_returns_exactly_the_committed_transactions(layout, batch_siz
     # removes only directories of aborted write ids alone
     store = Metastore(os.environ["ACIDORC_METASTORE_URL"])
     store.abort_expired(0, table_id=store.get_table(path).table_id)
-    clean_aborted_writes(path, expire_after_seconds=0)
+    clean_aborted_writes(path, expireAfterSeconds=0)
     check()
     table.compact("major")
     check()

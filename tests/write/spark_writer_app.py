@@ -7,7 +7,7 @@ import acid_source
 
 
 def main(path: str, fifo: str, metastore_url: str) -> None:
-    spark = acid_source.get_or_create_session(master="local[1]", metastore_url=metastore_url,
+    spark = acid_source.get_or_create_session(master="local[1]", metastoreUrl=metastore_url,
                                               conf={"spark.ui.enabled": "false"})
     from pyspark.sql.functions import lit, udf
 

@@ -40,7 +40,7 @@ def rows_of(table):
 @pytest.mark.parametrize("hive_type, arrow_type", [("double", pa.float64()), ("float", pa.float32())])
 def test_float_partitions_are_named_as_hive_names_them_and_every_operation_works(tmp_path, hive_type, arrow_type):
     path = str(tmp_path / "t")
-    create_table(path, f"id int, p {hive_type}", partition_columns=["p"])
+    create_table(path, f"id int, p {hive_type}", partitionColumns=["p"])
     t = AcidTable.load(path)
     metrics = t.append(pa.table({"id": pa.array(range(len(VALUES)), pa.int32()), "p": pa.array(VALUES, arrow_type)}))
     assert partition_dirs(path) == EXPECTED_DIRS
@@ -122,7 +122,7 @@ def test_partitions_another_engine_spelled_otherwise_are_found_by_value(tmp_path
     """Hive names -0.0 ``p=-0.0``; acidorc before this fix named NaN ``p=nan``: a DML's delete
     events go to the directory the rows are in, and its new rows join them there."""
     path = str(tmp_path / "t")
-    create_table(path, "id int, p double", partition_columns=["p"])
+    create_table(path, "id int, p double", partitionColumns=["p"])
     t = AcidTable.load(path)
     t.append(pa.table({"id": pa.array([1, 2, 3, 4], pa.int32()), "p": [float("nan"), 1.0, -0.0, float("nan")]}))
     os.rename(os.path.join(path, "p=NaN"), os.path.join(path, "p=nan"))  # as another writer spelled them
@@ -161,7 +161,7 @@ def test_spark_names_the_values_as_hive_does_but_minus_zero(spark, tmp_path):
 
 def test_timestamp_and_decimal_partitions_are_named_as_hive_names_them_and_read_back(tmp_path):
     path = str(tmp_path / "t")
-    create_table(path, "id int, ts timestamp, d decimal(10,2)", partition_columns=["ts", "d"])
+    create_table(path, "id int, ts timestamp, d decimal(10,2)", partitionColumns=["ts", "d"])
     t = AcidTable.load(path)
     utc = dt.timezone.utc
     stamps = [dt.datetime(2020, 1, 2, 3, 4, 5, tzinfo=utc), dt.datetime(2020, 1, 2, 3, 4, 5, 250000, tzinfo=utc)]

@@ -63,7 +63,7 @@ def test_insert_only_table(tmp_path):
 def test_create_table_then_write_and_read_empty(tmp_path):
     t = tmp_path / "t"
     schema = pa.schema([("id", pa.int64()), ("name", pa.string()), ("day", pa.string())])
-    create_table(str(t), schema, partition_columns=["day"])
+    create_table(str(t), schema, partitionColumns=["day"])
     assert read_rows(t) == []  # the schema comes from the metastore
     write(t, [[rows([1], "x")]])
     assert data(read_rows(t), "id", "day") == [(1, "x")]
@@ -155,10 +155,10 @@ def test_killed_writer_leaves_no_visible_rows_and_clean_up_removes_its_files(tmp
     p.join(30)
     assert (t / "delta_0000002_0000002_0000" / "bucket_00000").exists()  # the orphan is on disk
     assert data(read_rows(t), "id") == [(1,)]  # ... and invisible: write id 2 is still open
-    report = clean_aborted_writes(str(t), expire_after_seconds=3600)
-    assert report.removed == [] and report.expired_transactions == []  # not yet expired: kept
-    report = clean_aborted_writes(str(t), expire_after_seconds=0)
-    assert len(report.expired_transactions) == 1
+    report = clean_aborted_writes(str(t), expireAfterSeconds=3600)
+    assert report.removed == [] and report.expiredTransactions == []  # not yet expired: kept
+    report = clean_aborted_writes(str(t), expireAfterSeconds=0)
+    assert len(report.expiredTransactions) == 1
     assert [os.path.basename(p) for p in report.removed] == ["delta_0000002_0000002_0000"]
     assert sorted(os.listdir(t)) == ["delta_0000001_0000001_0000"]
     write(t, [[rows([3])]])  # the table goes on: write id 3

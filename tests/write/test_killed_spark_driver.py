@@ -53,7 +53,7 @@ def test_killed_driver(tmp_path):
     orphans = list((t / "delta_0000002_0000002_0000").glob("bucket_*"))
     assert orphans, "the killed write should have left partition 0's file"
     assert data(read_rows(t), "id") == [(1,), (2,)]
-    report = clean_aborted_writes(str(t), expire_after_seconds=0)
+    report = clean_aborted_writes(str(t), expireAfterSeconds=0)
     assert [Path(p).name for p in report.removed] == ["delta_0000002_0000002_0000"]
     assert sorted(p.name for p in t.iterdir()) == ["delta_0000001_0000001_0000"]
     assert data(read_rows(t), "id") == [(1,), (2,)]

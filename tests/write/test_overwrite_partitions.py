@@ -20,7 +20,7 @@ def rows(ids, p):
 
 def test_a_partition_the_listing_misses_is_replaced_too(tmp_path):
     path = str(tmp_path / "t")
-    create_table(path, "id bigint, p int", partition_columns=["p"])
+    create_table(path, "id bigint, p int", partitionColumns=["p"])
     t = AcidTable.load(path)
     t.append(rows([1, 2], 1))
     t.append(rows([3], 2))

@@ -19,7 +19,7 @@ SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.string())])
 def test_abort_removes_files_of_tasks_that_never_reported(tmp_path):
     url = f"sqlite:///{tmp_path}/store.db"
     path = str(tmp_path / "t")
-    create_table(path, SCHEMA, partition_columns=["p"], metastore_url=url)
+    create_table(path, SCHEMA, partitionColumns=["p"], metastoreUrl=url)
     staged = AcidTable.load(path, metastoreUrl=url).newWrite(mode="append")
     task = staged.detached().writer(0)  # a task elsewhere (as Spark's): the staged write does not see it
     task.write(pa.record_batch({"id": pa.array([1, 2], pa.int64()), "p": ["a", "b"]}))
@@ -37,7 +37,7 @@ def test_staging_directories_of_killed_tasks_are_removed(tmp_path):
     os.makedirs(mine, exist_ok=True)
     try:
         url = f"sqlite:///{tmp_path}/store.db"
-        create_table(str(tmp_path / "t"), SCHEMA, metastore_url=url)
+        create_table(str(tmp_path / "t"), SCHEMA, metastoreUrl=url)
         staged = AcidTable.load(str(tmp_path / "t"), metastoreUrl=url).newWrite(mode="append")
         staged.writer(0).abort()
         staged.abort(reason="test")

@@ -9,7 +9,8 @@ import signal
 
 import pyarrow as pa
 
-from acid_source.options import WriteSpec
+from acid_source.spark.options import option_errors, write_spec
+from acid_source.specs import WriteSpec
 from acid_source.writes import stage_write
 
 
@@ -25,7 +26,7 @@ def write(path, batches_per_task, overwrite=False, metastore_url=None, **options
     if metastore_url:
         opts["metastoreUrl"] = metastore_url
     schema = batches_per_task[0][0].schema
-    with stage_write(WriteSpec.from_options(opts), overwrite=overwrite, data_schema=schema) as staged:
+    with option_errors(), stage_write(write_spec(opts), overwrite=overwrite, data_schema=schema) as staged:
         results = []
         for task_id, batches in enumerate(batches_per_task):
             task = staged.writer(task_id)

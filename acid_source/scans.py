@@ -1,0 +1,162 @@
+"""``AcidScan``: one snapshot of a table, filtered and projected, read engine-free - as batches,
+a pyarrow Table, or an Arrow stream other engines (DuckDB, Polars) consume as it is."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any, Iterable, Iterator
+
+import pyarrow as pa
+
+from .errors import InvalidArgumentError, SchemaError, UnsupportedOperationError
+from .resolve import open_store
+from .scan.planner import TableScan
+from .scan.reader import read_split
+from .scan.resolved import ResolvedTable, SnapshotSpec
+from .scan.splits import ROW_ID_COLUMN
+from .values import DEFAULT_MAX_SPLIT_BYTES, default_read_lease_seconds, parse_size, parse_timestamp, parse_version
+
+
+def scan_arguments(versionAsOf: Any, timestampAsOf: Any, includeRowId: Any,
+                   maxSplitBytes: Any) -> tuple[SnapshotSpec, int]:
+    """``AcidTable.scan``'s snapshot and split size arguments, checked: the snapshot to resolve
+    and the split size in bytes."""
+    if not isinstance(includeRowId, bool):
+        raise InvalidArgumentError("includeRowId", f"expected True or False, got {includeRowId!r}")
+    split_bytes = DEFAULT_MAX_SPLIT_BYTES
+    if maxSplitBytes is not None:
+        if isinstance(maxSplitBytes, bool) or not isinstance(maxSplitBytes, (int, str)):
+            raise InvalidArgumentError("maxSplitBytes", f"expected a number of bytes, got {maxSplitBytes!r}")
+        split_bytes = parse_size("maxSplitBytes", str(maxSplitBytes))
+    if versionAsOf is not None and timestampAsOf is not None:
+        raise InvalidArgumentError("timestampAsOf", "give versionAsOf or timestampAsOf, not both")
+    if isinstance(versionAsOf, bool):
+        raise InvalidArgumentError("versionAsOf", f"expected a write id, got {versionAsOf!r}")
+    return SnapshotSpec(
+        version_as_of=None if versionAsOf is None else parse_version("versionAsOf", versionAsOf),
+        timestamp_as_of=None if timestampAsOf is None else parse_timestamp("timestampAsOf", timestampAsOf),
+    ), split_bytes
+
+
+class AcidScan:
+    """One snapshot of a table, optionally filtered and projected. Iterating it reads the
+    files; memory stays bounded by a stripe (``toBatches``). While an iteration runs it holds
+    a read lease in the transaction store, so the cleaner keeps the files of its snapshot."""
+
+    def __init__(self, table: ResolvedTable, rowFilter: str | None, columns: Iterable[str] | None, *,
+                 metastoreUrl: str | None = None, includeRowId: bool = False,
+                 maxSplitBytes: int = DEFAULT_MAX_SPLIT_BYTES):
+        self._table = table
+        self._metastore_url = metastoreUrl
+        self._max_split_bytes = maxSplitBytes
+        full = table.schema(includeRowId)
+        self._condition = None
+        if rowFilter is not None:
+            from .expressions import parse_condition
+
+            self._condition = parse_condition(rowFilter, full, argument="rowFilter")
+        if columns is None:
+            self._columns = list(full.names)
+        else:
+            if isinstance(columns, str):
+                raise InvalidArgumentError("columns", "expected a list of column names, not one string")
+            by_lower = {n.lower(): n for n in full.names}
+            missing = [c for c in columns if str(c).lower() not in by_lower]
+            if missing:
+                raise SchemaError(f"{table.location}: no column(s) {missing} (columns: {full.names})")
+            self._columns = [by_lower[str(c).lower()] for c in columns]
+        needed = set(self._columns) | (set(self._condition.columns) if self._condition else set())
+        needed |= set(table.partition_columns)
+        self._read_schema = pa.schema([f for f in full if f.name in needed])
+        self.schema = pa.schema([full.field(c) for c in self._columns])
+
+    @property
+    def version(self) -> int | None:
+        return self._table.version
+
+    def toBatches(self, *, leaseSeconds: float | None = None) -> Iterator[pa.RecordBatch]:
+        """The rows, batch by batch. From the first batch asked for until the iterator is
+        exhausted or closed it holds a lease on its snapshot (registered tables), renewed while
+        batches are taken: the cleaner keeps the files it reads. ``leaseSeconds`` (default
+        ``$ACIDORC_READ_LEASE_SECONDS`` or 3600; 0: no lease): how long the lease outlives the
+        last batch taken, e.g. when the consumer stops without closing the iterator."""
+        lease = self._lease(leaseSeconds)
+        try:
+            # lists the directories (leased); the reader applies the filter, partitions it
+            # rules out are not read at all
+            scan = TableScan(self._table, row_filter=self._condition,
+                             include_row_id=ROW_ID_COLUMN in self._read_schema.names,
+                             max_split_bytes=self._max_split_bytes)
+            ctx, splits = scan.plan(self._read_schema)
+            for split in splits:
+                for batch in read_split(split, ctx):
+                    if lease is not None:
+                        lease.keep_alive()
+                    yield batch.select(self._columns)
+        finally:
+            if lease is not None:
+                lease.release()
+
+    def _lease(self, seconds: float | None):
+        """The read lease of one iteration (acquired now), or None: a table the store does not
+        know (no cleaner runs on it), or ``seconds`` 0."""
+
+        if seconds is None:
+            ttl = default_read_lease_seconds()
+        elif isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 <= seconds < float("inf"):
+            raise InvalidArgumentError("leaseSeconds", f"expected a number of seconds >= 0, got {seconds!r}")
+        else:
+            ttl = float(seconds)
+        if ttl == 0 or not self._table.registered:
+            return None
+        from .metastore.leases import ReadLease, default_holder
+
+        store = open_store(self._metastore_url)
+        assert store is not None  # the table is registered, so the store exists
+        holder = default_holder(f"AcidScan of {self._table.location}")
+        return ReadLease(store, self._table.info.table_id, (self._table.write_ids, self._table.txns), ttl,
+                         holder).acquire()
+
+    def toArrow(self) -> pa.Table:
+        return pa.Table.from_batches(list(self.toBatches()), schema=self.schema)
+
+    def count(self) -> int:
+        return sum(b.num_rows for b in self.toBatches())
+
+    # --- handing the rows to other engines -----------------------------------------------------
+    def toBatchReader(self, *, leaseSeconds: float | None = None) -> pa.RecordBatchReader:
+        """The rows as a ``pyarrow.RecordBatchReader``, read as it is consumed (the lease of
+        :meth:`toBatches` is held meanwhile)."""
+        return pa.RecordBatchReader.from_batches(self.schema, self.toBatches(leaseSeconds=leaseSeconds))
+
+    def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
+        """The Arrow PyCapsule stream interface: engines that read Arrow streams take a scan as
+        it is, batch by batch, without copies - ``duckdb.sql("select ... from scan")``,
+        ``polars.DataFrame(scan)``, ``pyarrow.RecordBatchReader.from_stream(scan)``. Each use
+        reads the snapshot again; the read lease is held while the stream is consumed."""
+        return self.toBatchReader().__arrow_c_stream__(requested_schema)
+
+    def toPandas(self) -> Any:
+        """The rows as a pandas DataFrame."""
+        return self.toArrow().to_pandas()
+
+    def toPolars(self) -> Any:
+        """The rows as a polars DataFrame (``pip install acidorc[polars]``)."""
+        polars = _optional("polars", "polars")
+        return polars.from_arrow(self.toArrow())
+
+    def toDuckDB(self, connection: Any = None) -> Any:
+        """The rows as a DuckDB relation, on ``connection`` or DuckDB's default one
+        (``pip install acidorc[duckdb]``); query it with SQL or relational methods."""
+        duckdb = _optional("duckdb", "duckdb")
+        return (connection if connection is not None else duckdb).from_arrow(self.toArrow())
+
+
+def _optional(module: str, extra: str) -> Any:
+    """An engine acidorc hands rows to, imported when asked for: a typed error naming the extra
+    that installs it."""
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise UnsupportedOperationError(
+            f"reading into {module}", f"{module} is not installed: pip install 'acidorc[{extra}]'") from None
