@@ -1,6 +1,8 @@
-"""A Hive Metastore as acidorc's transaction store: the same verbs as
-:class:`~acid_source.metastore.Metastore`, answered by the HMS over thrift, so Hive, Trino,
-Impala and acidorc share one set of transactions, write ids and locks.
+"""A Hive Metastore as acidorc's transaction store: the verbs of the contract
+(:class:`~acid_source.metastore.contract.TransactionStore`), answered by the HMS over thrift, so
+Hive, Trino, Impala and acidorc share one set of transactions, write ids and locks. The class
+is composed of one mixin per concern (``catalog``, ``transactions``, ``snapshots``, ``leases``,
+``sinks`` over ``base``), as :class:`~acid_source.metastore.sql.Metastore` is.
 
 What maps one to one onto Hive: tables (``db.table``, the location from ``sd.location``, the
 layout from the table's storage descriptor and properties); transactions (``open_txns``,
