@@ -24,6 +24,17 @@ from sqlglot import exp
 
 from ..errors import InvalidArgumentError
 from .columns import ColumnError, resolve
+from .dispatch import (
+    Handlers,
+    Rule,
+    chain_operands,
+    function_name,
+    listed,
+    merged,
+    no_children,
+    operand,
+    operands,
+)
 from .parsing import node_span, position
 from .sqltypes import (
     MAX_DECIMAL_PRECISION,
@@ -68,7 +79,6 @@ _OPERATORS = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/", "rema
 _ARROW_FUNCTION = {"add": "add", "subtract": "subtract", "multiply": "multiply", "divide": "divide",
                    "remainder": "remainder", "int_divide": "divide"}
 _STRING_FUNCTIONS: dict[type[exp.Expression], str] = {exp.Lower: "utf8_lower", exp.Upper: "utf8_upper"}
-_BINARY_NODES: tuple[type[exp.Expression], ...] = (*_COMPARISONS, *_ARITHMETIC, exp.NullSafeEQ, exp.NullSafeNEQ)
 _ONE_ROW = pa.table({"_": pa.array([0], pa.int8())})
 # Spark's non-deterministic functions (Expression.deterministic is false in Spark 4.3): refused
 # in every condition and value, as Delta refuses them in MERGE, since each evaluation of a row
@@ -380,80 +390,42 @@ class Compiler:
             end = next((i for i, ch in enumerate(name) if not (ch.isalnum() or ch == "_")), len(name))
             if end:
                 return name[:end].lower()
-        return node.name.lower() if isinstance(node, exp.Anonymous) else _function_name(node)
+        return node.name.lower() if isinstance(node, exp.Anonymous) else function_name(node)
 
     # -- the walk -----------------------------------------------------------------------------
 
     def compile(self, root: exp.Expression) -> Typed:
         results: dict[int, Typed] = {}
-        stack: list[tuple[exp.Expression, list | None]] = [(root, None)]
+        # (node, None) until its children are pushed, then (node, (its rule, its children))
+        stack: list[tuple[Any, tuple[Rule, list] | None]] = [(root, None)]
         while stack:
-            node, children = stack.pop()
-            if children is None:
-                children = self._children(node)
-                stack.append((node, children))
+            node, expanded = stack.pop()
+            if expanded is None:
+                number = literal_number(node)
+                if number is not None:  # a literal as a whole, its sign and type suffix included
+                    results[id(node)] = _number(self, node, number)
+                    continue
+                rule = _RULES.get(type(node)) or self._rule(node)
+                children = rule.children(self, node)
+                stack.append((node, (rule, children)))
                 stack.extend((child, None) for child in reversed(children))
                 continue
-            typed = self._build(node, [results.pop(id(child)) for child in children])
+            rule, children = expanded
+            typed = rule.build(self, node, [results.pop(id(child)) for child in children])
             if typed.depth > MAX_EXPRESSION_DEPTH:
                 self.fail(node, f"the expression is nested too deeply (more than {MAX_EXPRESSION_DEPTH} "
                                 "operations inside each other)")
             results[id(node)] = typed
         return _raising(results[id(root)])
 
-    def _children(self, node) -> list:
-        """The sub-expressions to compile before ``node``; rejects what is not supported."""
-        if literal_number(node) is not None or isinstance(node, exp.HexString):
-            return []  # a literal as a whole, its sign and type suffix included
-        if isinstance(node, (exp.And, exp.Or)):
-            return chain_operands(node, type(node))
-        if isinstance(node, (exp.Paren, exp.Not, exp.Neg, exp.Abs, exp.Length, exp.Lower, exp.Upper, exp.IsNan)):
-            return [node.this]
-        if isinstance(node, exp.Cast):  # TryCast too: Spark's CAST
-            if node.args.get("format"):
-                self.fail(node, "CAST ... FORMAT is not supported")
-            return [node.this]
-        if isinstance(node, _BINARY_NODES):
-            return [node.this, node.expression]
-        if isinstance(node, exp.In):
-            if node.args.get("query"):
-                self.fail(node, "IN with a subquery is not supported (list the values instead)")
-            if node.args.get("unnest") or node.args.get("field"):
-                self.fail(node, "IN needs a list of values in parentheses")
-            if not node.expressions:
-                self.fail(node, "IN needs at least one value")
-            return [node.this, *node.expressions]
-        if isinstance(node, exp.Between):
-            if node.args.get("symmetric"):
-                self.fail(node, "BETWEEN SYMMETRIC is not supported")
-            return [node.this, node.args["low"], node.args["high"]]
-        if isinstance(node, exp.Is):
-            if not isinstance(node.expression, (exp.Null, exp.Boolean)):
-                self.fail(node, "IS must be followed by [NOT] NULL, TRUE or FALSE")
-            return [node.this]
-        if isinstance(node, exp.Escape):
-            escape = node.expression
-            if not (isinstance(node.this, (exp.Like, exp.ILike)) and isinstance(escape, exp.Literal)
-                    and escape.is_string and escape.this == "\\"):
-                self.fail(node, "LIKE ... ESCAPE is only supported with the default escape character '\\'")
-            return [node.this]
-        if isinstance(node, (exp.Like, exp.ILike)):
-            if isinstance(node.expression, (exp.Any, exp.All)):
-                self.fail(node, "LIKE ANY / LIKE ALL is not supported")
-            return [node.this, node.expression]
-        if isinstance(node, (exp.Coalesce, exp.Concat)):
-            return [node.this, *node.expressions] if node.this is not None else list(node.expressions)
-        if isinstance(node, exp.DPipe):
-            return [node.this, node.expression]
-        if isinstance(node, exp.If):
-            return [node.this, node.args["true"]] + ([node.args["false"]] if node.args.get("false") else [])
-        if isinstance(node, exp.Case):
-            children = [node.this] if node.this is not None else []
-            for branch in node.args.get("ifs") or []:
-                children += [branch.this, branch.args["true"]]
-            return children + ([node.args["default"]] if node.args.get("default") is not None else [])
-        if isinstance(node, (exp.Column, exp.Dot, exp.Literal, exp.Boolean, exp.Null)):
-            return []
+    def _rule(self, node) -> Rule:
+        """The rule of the nearest class of ``node`` that has one (remembered for its class);
+        rejects a node without one."""
+        for cls in type(node).__mro__:
+            rule = _REGISTERED.get(cls)
+            if rule is not None:
+                _RULES[type(node)] = rule
+                return rule
         self._reject(node)
 
     def _reject(self, node) -> NoReturn:
@@ -465,11 +437,11 @@ class Compiler:
         if isinstance(node, exp.Window):
             self.fail(node, "window functions are not supported")
         if isinstance(node, exp.AggFunc):
-            self.fail(node, f"aggregate function {_function_name(node)} is not allowed here")
+            self.fail(node, f"aggregate function {function_name(node)} is not allowed here")
         if isinstance(node, exp.Anonymous):
             self.fail(node, f"unknown function {node.name}")
         if isinstance(node, exp.Func):
-            self.fail(node, f"function {_function_name(node)} is not supported")
+            self.fail(node, f"function {function_name(node)} is not supported")
         if isinstance(node, (exp.Placeholder, exp.Parameter)):
             self.fail(node, "parameters are not supported: write the value itself")
         if isinstance(node, exp.Star):
@@ -479,109 +451,6 @@ class Compiler:
             self.fail(alias if alias is not None and node_span(alias) else node,
                       f"unexpected name {node.alias!r} after an expression (aliases are not allowed here)")
         self.fail(node, f"{type(node).__name__} expressions are not supported")
-
-    def _build(self, node, args: list[Typed]) -> Typed:
-        if isinstance(node, (exp.Paren, exp.Escape)):
-            return args[0]
-        if isinstance(node, exp.Column):
-            return self._column(node, [p.name for p in node.parts])
-        if isinstance(node, exp.Dot):
-            return self._dot(node)
-        number = literal_number(node)
-        if number is not None:
-            try:
-                return constant(*sql_number(number))
-            except ValueError as exc:
-                self.fail(node, str(exc))
-        if isinstance(node, exp.Literal) and node.is_string:
-            return constant(node.this, pa.string())
-        if isinstance(node, exp.HexString):
-            try:
-                return constant(hex_literal(node.this), pa.binary())
-            except ValueError as exc:
-                self.fail(node, str(exc))
-        if isinstance(node, exp.Boolean):
-            return constant(bool(node.this), pa.bool_())
-        if isinstance(node, exp.Null):
-            return constant(None, pa.null())
-        if isinstance(node, (exp.And, exp.Or)):
-            return self._logical(node, args)
-        if isinstance(node, exp.Not):
-            (operand,) = self._booleans(node, args, "NOT")
-            if operand.is_constant:
-                return constant(None if operand.value is None else not operand.value, pa.bool_())
-            return _call("invert", [operand], pa.bool_())
-        for cls, function in _COMPARISONS.items():
-            if isinstance(node, cls):
-                return self._compare(node, function, args[0], args[1])
-        if isinstance(node, (exp.NullSafeEQ, exp.NullSafeNEQ)):
-            result = self._null_safe_equal(node, args[0], args[1])
-            return _call("invert", [result], pa.bool_()) if isinstance(node, exp.NullSafeNEQ) else result
-        for cls, op in _ARITHMETIC.items():
-            if isinstance(node, cls):
-                return self._arithmetic(node, op, args[0], args[1])
-        if isinstance(node, exp.Neg):
-            return self._negate(node, args[0])
-        if isinstance(node, exp.In):
-            return self._in(node, args[0], args[1:])
-        if isinstance(node, exp.Between):
-            low = self._compare(node, "greater_equal", args[0], args[1])
-            high = self._compare(node, "less_equal", args[0], args[2])
-            return _call("and_kleene", [low, high], pa.bool_())
-        if isinstance(node, exp.Is):
-            return self._is(node, args[0])
-        if isinstance(node, (exp.Like, exp.ILike)):
-            return self._like(node, args[0], args[1])
-        if isinstance(node, exp.Cast):
-            try:
-                target = arrow_type_of(node.args["to"])
-            except ValueError as exc:
-                self.fail(node, str(exc))
-            return self._cast(node, args[0], target, explicit=True)
-        if isinstance(node, exp.Coalesce):
-            values, target = self._unify(node, args, "combine")
-            if is_null(target):
-                return constant(None, target)
-            return replace(_call("coalesce", values, target), problem=_in_order(
-                values, lambda v: pc.Expression._call("is_null", [v.expression])))
-        if isinstance(node, (exp.Concat, exp.DPipe)):
-            return self._concat(node, args)
-        if isinstance(node, exp.If):
-            return self._case(node, [(args[0], args[1])], args[2] if len(args) > 2 else None)
-        if isinstance(node, exp.Case):
-            return self._case_expression(node, args)
-        if isinstance(node, exp.IsNan):
-            (value,) = args
-            if is_string(value.type) and value.is_constant:  # isnan('NaN'): Spark casts it to double
-                value = self._cast(node, value, pa.float64())
-            if not is_numeric(value.type) and not is_null(value.type):
-                self.fail(node, f"isnan needs a number, not {describe(value.type)}")
-            if not is_floating(value.type):  # Spark: isnan(NULL) and isnan of an integer or decimal are false
-                return constant(False, pa.bool_())
-            nan = _is_nan(value)
-            return nan if nan.is_constant else _call("coalesce", [nan, constant(False, pa.bool_())], pa.bool_())
-        if isinstance(node, exp.Abs):
-            (value,) = args
-            if not is_numeric(value.type) and not is_null(value.type):
-                self.fail(node, f"abs needs a number, not {describe(value.type)}")
-            return value if is_null(value.type) else self._fold(
-                _lowest_overflows(_call("abs", [value], value.type), value), [value])
-        if type(node) in _STRING_FUNCTIONS:
-            (value,) = args
-            if not is_string(value.type) and not is_null(value.type):
-                self.fail(node, f"{_function_name(node)} needs a string, not {describe(value.type)}")
-            return value if is_null(value.type) else self._fold(
-                _call(_STRING_FUNCTIONS[type(node)], [value], value.type), [value])
-        if isinstance(node, exp.Length):
-            (value,) = args
-            if is_null(value.type):
-                return constant(None, pa.int32())
-            if not (is_string(value.type) or is_binary(value.type)):
-                self.fail(node, f"length needs a string or binary value, not {describe(value.type)}")
-            function = "utf8_length" if is_string(value.type) else "binary_length"
-            result = _call(function, [value], pa.int32() if value.type in (pa.string(), pa.binary()) else pa.int64())
-            return self._fold(self._cast(node, result, pa.int32()), [value])
-        self._reject(node)
 
     # -- leaves -------------------------------------------------------------------------------
 
@@ -992,6 +861,255 @@ class Compiler:
         return constant(value, result.type)
 
 
+# -- the handlers: one a node class ----------------------------------------------------------
+
+_HANDLERS = Handlers()
+
+
+def _number(compiler: Compiler, node, text: str) -> Typed:
+    try:
+        return constant(*sql_number(text))
+    except ValueError as exc:
+        compiler.fail(node, str(exc))
+
+
+@_HANDLERS.register(exp.Paren, children=operand)
+def _parenthesized(compiler: Compiler, node, args: list[Typed]) -> Typed:
+    return args[0]
+
+
+@_HANDLERS.register(exp.Column, children=no_children)
+def _column(compiler: Compiler, node, args: list[Typed]) -> Typed:
+    return compiler._column(node, [p.name for p in node.parts])
+
+
+@_HANDLERS.register(exp.Dot, children=no_children)
+def _dot(compiler: Compiler, node, args: list[Typed]) -> Typed:
+    return compiler._dot(node)
+
+
+@_HANDLERS.register(exp.Literal, children=no_children)
+def _string(compiler: Compiler, node, args: list[Typed]) -> Typed:
+    """A string literal (the walk takes a number literal whole: :func:`literal_number`)."""
+    return constant(node.this, pa.string())
+
+
+@_HANDLERS.register(exp.HexString, children=no_children)
+def _hex(compiler: Compiler, node, args: list[Typed]) -> Typed:
+    try:
+        return constant(hex_literal(node.this), pa.binary())
+    except ValueError as exc:
+        compiler.fail(node, str(exc))
+
+
+@_HANDLERS.register(exp.Boolean, children=no_children)
+def _boolean(compiler: Compiler, node, args: list[Typed]) -> Typed:
+    return constant(bool(node.this), pa.bool_())
+
+
+@_HANDLERS.register(exp.Null, children=no_children)
+def _null(compiler: Compiler, node, args: list[Typed]) -> Typed:
+    return constant(None, pa.null())
+
+
+def _chain(compiler: Compiler, node) -> list:
+    return chain_operands(node, type(node))
+
+
+@_HANDLERS.register(exp.And, exp.Or, children=_chain)
+def _and_or(compiler: Compiler, node, args: list[Typed]) -> Typed:
+    return compiler._logical(node, args)
+
+
+@_HANDLERS.register(exp.Not, children=operand)
+def _negation(compiler: Compiler, node, args: list[Typed]) -> Typed:
+    (operand,) = compiler._booleans(node, args, "NOT")
+    if operand.is_constant:
+        return constant(None if operand.value is None else not operand.value, pa.bool_())
+    return _call("invert", [operand], pa.bool_())
+
+
+@_HANDLERS.register_each(_COMPARISONS, children=operands)
+def _comparison(function: str, compiler: Compiler, node, args: list[Typed]) -> Typed:
+    return compiler._compare(node, function, args[0], args[1])
+
+
+@_HANDLERS.register(exp.NullSafeEQ, exp.NullSafeNEQ, children=operands)
+def _null_safe(compiler: Compiler, node, args: list[Typed]) -> Typed:
+    result = compiler._null_safe_equal(node, args[0], args[1])
+    return _call("invert", [result], pa.bool_()) if isinstance(node, exp.NullSafeNEQ) else result
+
+
+@_HANDLERS.register_each(_ARITHMETIC, children=operands)
+def _arithmetic_operator(op: str, compiler: Compiler, node, args: list[Typed]) -> Typed:
+    return compiler._arithmetic(node, op, args[0], args[1])
+
+
+@_HANDLERS.register(exp.Neg, children=operand)
+def _minus(compiler: Compiler, node, args: list[Typed]) -> Typed:
+    return compiler._negate(node, args[0])
+
+
+def _in_children(compiler: Compiler, node) -> list:
+    if node.args.get("query"):
+        compiler.fail(node, "IN with a subquery is not supported (list the values instead)")
+    if node.args.get("unnest") or node.args.get("field"):
+        compiler.fail(node, "IN needs a list of values in parentheses")
+    if not node.expressions:
+        compiler.fail(node, "IN needs at least one value")
+    return [node.this, *node.expressions]
+
+
+@_HANDLERS.register(exp.In, children=_in_children)
+def _in_list(compiler: Compiler, node, args: list[Typed]) -> Typed:
+    return compiler._in(node, args[0], args[1:])
+
+
+def _between_children(compiler: Compiler, node) -> list:
+    if node.args.get("symmetric"):
+        compiler.fail(node, "BETWEEN SYMMETRIC is not supported")
+    return [node.this, node.args["low"], node.args["high"]]
+
+
+@_HANDLERS.register(exp.Between, children=_between_children)
+def _between(compiler: Compiler, node, args: list[Typed]) -> Typed:
+    low = compiler._compare(node, "greater_equal", args[0], args[1])
+    high = compiler._compare(node, "less_equal", args[0], args[2])
+    return _call("and_kleene", [low, high], pa.bool_())
+
+
+def _is_children(compiler: Compiler, node) -> list:
+    if not isinstance(node.expression, (exp.Null, exp.Boolean)):
+        compiler.fail(node, "IS must be followed by [NOT] NULL, TRUE or FALSE")
+    return [node.this]
+
+
+@_HANDLERS.register(exp.Is, children=_is_children)
+def _is(compiler: Compiler, node, args: list[Typed]) -> Typed:
+    return compiler._is(node, args[0])
+
+
+def _escape_children(compiler: Compiler, node) -> list:
+    escape = node.expression
+    if not (isinstance(node.this, (exp.Like, exp.ILike)) and isinstance(escape, exp.Literal)
+            and escape.is_string and escape.this == "\\"):
+        compiler.fail(node, "LIKE ... ESCAPE is only supported with the default escape character '\\'")
+    return [node.this]
+
+
+@_HANDLERS.register(exp.Escape, children=_escape_children)
+def _escape(compiler: Compiler, node, args: list[Typed]) -> Typed:
+    return args[0]
+
+
+def _like_children(compiler: Compiler, node) -> list:
+    if isinstance(node.expression, (exp.Any, exp.All)):
+        compiler.fail(node, "LIKE ANY / LIKE ALL is not supported")
+    return [node.this, node.expression]
+
+
+@_HANDLERS.register(exp.Like, exp.ILike, children=_like_children)
+def _like(compiler: Compiler, node, args: list[Typed]) -> Typed:
+    return compiler._like(node, args[0], args[1])
+
+
+def _cast_children(compiler: Compiler, node) -> list:
+    if node.args.get("format"):
+        compiler.fail(node, "CAST ... FORMAT is not supported")
+    return [node.this]
+
+
+@_HANDLERS.register(exp.Cast, children=_cast_children)  # TryCast too: Spark's CAST
+def _cast(compiler: Compiler, node, args: list[Typed]) -> Typed:
+    try:
+        target = arrow_type_of(node.args["to"])
+    except ValueError as exc:
+        compiler.fail(node, str(exc))
+    return compiler._cast(node, args[0], target, explicit=True)
+
+
+@_HANDLERS.register(exp.Coalesce, children=listed)
+def _coalesce(compiler: Compiler, node, args: list[Typed]) -> Typed:
+    values, target = compiler._unify(node, args, "combine")
+    if is_null(target):
+        return constant(None, target)
+    return replace(_call("coalesce", values, target), problem=_in_order(
+        values, lambda v: pc.Expression._call("is_null", [v.expression])))
+
+
+@_HANDLERS.register(exp.DPipe, children=operands)
+@_HANDLERS.register(exp.Concat, children=listed)
+def _concatenation(compiler: Compiler, node, args: list[Typed]) -> Typed:
+    return compiler._concat(node, args)
+
+
+def _if_children(compiler: Compiler, node) -> list:
+    return [node.this, node.args["true"]] + ([node.args["false"]] if node.args.get("false") else [])
+
+
+@_HANDLERS.register(exp.If, children=_if_children)
+def _if(compiler: Compiler, node, args: list[Typed]) -> Typed:
+    return compiler._case(node, [(args[0], args[1])], args[2] if len(args) > 2 else None)
+
+
+def _case_children(compiler: Compiler, node) -> list:
+    children = [node.this] if node.this is not None else []
+    for branch in node.args.get("ifs") or []:
+        children += [branch.this, branch.args["true"]]
+    return children + ([node.args["default"]] if node.args.get("default") is not None else [])
+
+
+@_HANDLERS.register(exp.Case, children=_case_children)
+def _case(compiler: Compiler, node, args: list[Typed]) -> Typed:
+    return compiler._case_expression(node, args)
+
+
+@_HANDLERS.register(exp.IsNan, children=operand)
+def _isnan(compiler: Compiler, node, args: list[Typed]) -> Typed:
+    (value,) = args
+    if is_string(value.type) and value.is_constant:  # isnan('NaN'): Spark casts it to double
+        value = compiler._cast(node, value, pa.float64())
+    if not is_numeric(value.type) and not is_null(value.type):
+        compiler.fail(node, f"isnan needs a number, not {describe(value.type)}")
+    if not is_floating(value.type):  # Spark: isnan(NULL) and isnan of an integer or decimal are false
+        return constant(False, pa.bool_())
+    nan = _is_nan(value)
+    return nan if nan.is_constant else _call("coalesce", [nan, constant(False, pa.bool_())], pa.bool_())
+
+
+@_HANDLERS.register(exp.Abs, children=operand)
+def _abs(compiler: Compiler, node, args: list[Typed]) -> Typed:
+    (value,) = args
+    if not is_numeric(value.type) and not is_null(value.type):
+        compiler.fail(node, f"abs needs a number, not {describe(value.type)}")
+    return value if is_null(value.type) else compiler._fold(
+        _lowest_overflows(_call("abs", [value], value.type), value), [value])
+
+
+@_HANDLERS.register_each(_STRING_FUNCTIONS, children=operand)
+def _string_function(function: str, compiler: Compiler, node, args: list[Typed]) -> Typed:
+    (value,) = args
+    if not is_string(value.type) and not is_null(value.type):
+        compiler.fail(node, f"{function_name(node)} needs a string, not {describe(value.type)}")
+    return value if is_null(value.type) else compiler._fold(_call(function, [value], value.type), [value])
+
+
+@_HANDLERS.register(exp.Length, children=operand)
+def _length(compiler: Compiler, node, args: list[Typed]) -> Typed:
+    (value,) = args
+    if is_null(value.type):
+        return constant(None, pa.int32())
+    if not (is_string(value.type) or is_binary(value.type)):
+        compiler.fail(node, f"length needs a string or binary value, not {describe(value.type)}")
+    function = "utf8_length" if is_string(value.type) else "binary_length"
+    result = _call(function, [value], pa.int32() if value.type in (pa.string(), pa.binary()) else pa.int64())
+    return compiler._fold(compiler._cast(node, result, pa.int32()), [value])
+
+
+_REGISTERED = merged([_HANDLERS])
+_RULES = dict(_REGISTERED)  # by a node's own class: the walk's first, cheap look-up
+
+
 def literal_number(node) -> str | None:
     """The text of a numeric literal, as written, that ``node`` is: a number; a number with a
     type suffix (the lexer's ``NUMBER :: TYPE``: a cast of a literal whose text ends in the
@@ -1008,28 +1126,7 @@ def literal_number(node) -> str | None:
     return None
 
 
-def chain_operands(node, cls) -> list:
-    """Operands of a chain of one associative operator, left to right, without recursion."""
-    out, stack = [], [node]
-    while stack:
-        current = stack.pop()
-        while isinstance(current, exp.Paren) and isinstance(current.this, cls):
-            current = current.this
-        if isinstance(current, cls):
-            stack.append(current.expression)
-            stack.append(current.this)
-        else:
-            out.append(current)
-    return out
-
-
 def non_deterministic_message(function: str) -> str:
     """Why a condition or value calling ``function`` is refused (the Spark path says the same)."""
     return f"non-deterministic function {function}() is not allowed (each evaluation could give another result)"
 
-
-def _function_name(node) -> str:
-    try:
-        return node.sql_name().lower()
-    except Exception:  # a sqlglot version without sql_name
-        return type(node).__name__.lower()
