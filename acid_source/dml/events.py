@@ -33,7 +33,7 @@ from ..layout import bucket_codec, row_ids
 from ..layout.names import ACID_VERSION_FILE, bucket_file_name, delta_dir_name
 from ..orc.writer import DeleteFileWriter
 from ..write.rows import group_rows
-from ..write.task import TaskResult, TaskWriter, WritePlan, WrittenFile
+from ..write.task import TaskResult, TaskWriter, WritePlan
 
 OP_COLUMN = "__acidorc_op"
 ROW_ID_COLUMN = "__acidorc_row_id"
@@ -197,7 +197,7 @@ class ChangeWriter:
         info = writer.close()
         final = storage.join(directory, name)
         storage.put_file(local, final)
-        result.files.append(WrittenFile(part, final, info.rows, info.size))
+        result.files.append(info.placed(final, part))
 
     def abort(self) -> None:
         self._inserts.abort()

@@ -41,7 +41,7 @@ from ..errors import ConflictError, CorruptFileError
 from ..faults import pause_point
 from ..layout import row_ids
 from ..layout.names import ParsedDir, parse_dir_name
-from ..layout.row_ids import KeySet
+from ..layout.row_ids import Key, KeySet
 from ..layout.table_dirs import data_files
 from ..layout.writeids import ValidTxnList
 from ..metastore.constants import DML_OPERATIONS, REPLACES_ROWS
@@ -49,8 +49,6 @@ from ..orc.files import EVENT_COLUMNS, OP_DELETE, OrcFile
 from ..scan.resolved import ResolvedTable
 from ..storage import Storage
 from ..txn import Transaction
-
-Key = tuple[int, int, int]
 
 
 @dataclass

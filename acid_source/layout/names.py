@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from .writeids import LONG_MAX  # write and transaction ids are Java longs
+
 BASE_PREFIX = "base_"
 DELTA_PREFIX = "delta_"
 DELETE_DELTA_PREFIX = "delete_delta_"
@@ -20,7 +22,6 @@ _DIGITS = re.compile(r"[0-9]+")
 _BUCKET = re.compile(r"bucket_([0-9]+)(?:_([0-9]+))?")
 _ORIGINAL = re.compile(r"([0-9]+)_([0-9]+)(?:_copy_([0-9]+))?")
 _LEGACY_BUCKET = re.compile(r"([0-9]+)_")
-LONG_MAX = 2**63 - 1  # write and transaction ids are Java longs
 INT_MAX = 2**31 - 1  # statement and bucket ids are Java ints
 
 

@@ -42,7 +42,7 @@ from ..scan.reader import SplitReader, match_columns
 from ..scan.splits import ROW_ID_COLUMN, ROW_ID_TYPE, BucketSplit, FileSlice, ReadContext
 from ..scan.visibility import SplitVisibility, check_event_buckets, needs_collapse
 from ..storage import Storage
-from ..write.task import TaskResult, WrittenFile
+from ..write.task import TaskResult
 
 MINOR, MAJOR = "minor", "major"
 KINDS = (MINOR, MAJOR)
@@ -390,7 +390,7 @@ def _insert_only(task: CompactionTask, staging: str) -> TaskResult:
         final = task.storage.join(task.output_dir, name)
         task.storage.make_dirs(task.output_dir)
         task.storage.put_file(local, final)
-        result.files.append(WrittenFile(task.partition, final, info.rows, info.size))
+        result.files.append(info.placed(final, task.partition))
     return result
 
 
@@ -435,4 +435,4 @@ class _Output:
         final = storage.join(self.directory, bucket_file_name(self.task.bucket_id))
         prepare_output_dir(storage, self.directory, FULL_ACID)
         storage.put_file(self.local, final)
-        result.files.append(WrittenFile(self.task.partition, final, info.rows, info.size))
+        result.files.append(info.placed(final, self.task.partition))

@@ -17,22 +17,20 @@ import pyarrow.orc as paorc
 from pyorc.converters import ORCConverter
 
 from ..errors import CorruptFileError, SnapshotFilesRemovedError
+from ..layout.row_ids import Key
 from ..storage import Storage
 
 # The ACID event columns, by their canonical names (HIVE_ACID_FORMAT.md 4.1). Hive reads them by
 # position - its query-based compactor writes them in lower case - and so does OrcFile: the
 # batches it returns for an ACID file always carry these names.
 ACID_COLUMNS = ("operation", "originalTransaction", "bucket", "rowId", "currentTransaction", "row")
-KEY_COLUMNS = ("originalTransaction", "bucket", "rowId")
-OPERATION, ORIGINAL_TRANSACTION, BUCKET, ROW_ID, CURRENT_TRANSACTION, ROW = range(len(ACID_COLUMNS))
+ROW = ACID_COLUMNS.index("row")
 EVENT_COLUMNS = ACID_COLUMNS[:ROW]  # everything but the row: what delete events need
 KEY_INDEX = "hive.acid.key.index"
 ACID_STATS = "hive.acid.stats"
 ACID_VERSION = "hive.acid.version"
 
 OP_INSERT, OP_UPDATE, OP_DELETE = 0, 1, 2
-
-Key = tuple  # (originalTransaction, bucket, rowId)
 
 
 @dataclass(frozen=True)

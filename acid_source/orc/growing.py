@@ -127,16 +127,22 @@ def _pick(a: dict, b: dict, field: int, smaller: bool, key=lambda v: v):
     return a[field] if (first <= second) == smaller else b[field]
 
 
+def _min_max(a: dict, b: dict, wire_type: int, key) -> list[Field]:
+    """The merged minimum (field 1) and maximum (field 2), each where both sides have one."""
+    out: list[Field] = []
+    for field, smaller in ((1, True), (2, False)):
+        v = _pick(a, b, field, smaller, key)
+        if v is not None:
+            out.append((field, wire_type, v))
+    return out
+
+
 def _double(raw: bytes) -> float:
     return struct.unpack("<d", raw)[0]
 
 
 def _merge_int(a: dict, b: dict) -> list[Field]:
-    out: list[Field] = []
-    for field, smaller in ((1, True), (2, False)):
-        v = _pick(a, b, field, smaller, _unzigzag)
-        if v is not None:
-            out.append((field, 0, v))
+    out = _min_max(a, b, 0, _unzigzag)
     if 3 in a and 3 in b:
         total = _unzigzag(a[3]) + _unzigzag(b[3])
         if _INT64[0] <= total <= _INT64[1]:  # Java drops an overflowing sum
@@ -145,11 +151,7 @@ def _merge_int(a: dict, b: dict) -> list[Field]:
 
 
 def _merge_double(a: dict, b: dict) -> list[Field]:
-    out: list[Field] = []
-    for field, smaller in ((1, True), (2, False)):
-        v = _pick(a, b, field, smaller, _double)
-        if v is not None:
-            out.append((field, 1, v))
+    out = _min_max(a, b, 1, _double)
     if 3 in a and 3 in b:
         out.append((3, 1, struct.pack("<d", _double(a[3]) + _double(b[3]))))
     return out
@@ -188,12 +190,8 @@ def _merge_bucket(a_fields: list[Field], b_fields: list[Field]) -> list[Field]:
 
 
 def _merge_decimal(a: dict, b: dict) -> list[Field]:
-    out: list[Field] = []
     number = lambda raw: decimal.Decimal(raw.decode())  # noqa: E731
-    for field, smaller in ((1, True), (2, False)):
-        v = _pick(a, b, field, smaller, number)
-        if v is not None:
-            out.append((field, 2, v))
+    out = _min_max(a, b, 2, number)
     if 3 in a and 3 in b:
         with decimal.localcontext() as context:
             context.prec = 80
@@ -204,12 +202,7 @@ def _merge_decimal(a: dict, b: dict) -> list[Field]:
 
 
 def _merge_date(a: dict, b: dict) -> list[Field]:
-    out: list[Field] = []
-    for field, smaller in ((1, True), (2, False)):
-        v = _pick(a, b, field, smaller, _unzigzag)
-        if v is not None:
-            out.append((field, 0, v))
-    return out
+    return _min_max(a, b, 0, _unzigzag)
 
 
 def _merge_binary(a: dict, b: dict) -> list[Field]:

@@ -13,6 +13,7 @@ PostScript with the new footer length.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass
 from typing import BinaryIO
@@ -178,9 +179,18 @@ def _finish_acid_file(path: str, last_keys: list[tuple[int, int, int]], inserts:
 
 @dataclass(frozen=True)
 class WrittenFile:
-    path: str
+    """One file written: a data file, a delete-event file or a compaction output. A writer
+    closes it where it wrote it; the task that moves it to its table directory records it
+    :meth:`placed` in its data object."""
+
+    path: str  # full path
     rows: int
-    size: int
+    size: int = 0  # bytes
+    partition: str = ""  # its data object, once placed: "" or "col=value/..."
+
+    def placed(self, path: str, partition: str) -> "WrittenFile":
+        """The same file at ``path``, in data object ``partition``."""
+        return dataclasses.replace(self, path=path, partition=partition)
 
 
 def _check_writer_ids(path: str, bucket_id: int, o: np.ndarray, b: np.ndarray, r: np.ndarray) -> None:

@@ -31,12 +31,11 @@ from ..errors import CorruptFileError
 from ..filters import Predicate, stripe_may_match
 from ..layout import bucket_codec, row_ids
 from ..layout.row_ids import KeySet
-from ..layout.writeids import RangeResponse, ValidWriteIdList
+from ..layout.writeids import LONG_MAX, LONG_MIN, RangeResponse, ValidWriteIdList
 from ..orc.files import EVENT_COLUMNS, OP_DELETE, ROW, OrcFile
 from ..storage import Storage
 from .splits import BucketSplit, FileSlice
 
-LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
 MIN_KEY, MAX_KEY = (LONG_MIN, LONG_MIN, LONG_MIN), (LONG_MAX, LONG_MAX, LONG_MAX)
 
 Keys = tuple  # (originalTransaction, bucket, rowId) as three numpy arrays

@@ -183,7 +183,7 @@ class AcidStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return [_ChangePartition(plan.context, s) for s in plan.splits]
 
     def _snapshot_partitions(self, end) -> list[InputPartition]:
-        from ..layout.writeids import ValidWriteIdList
+        from ..layout.writeids import LONG_MAX, ValidWriteIdList
         from ..resolve import scan_for
         from ..specs import ReadSpec
 
@@ -191,7 +191,7 @@ class AcidStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         store, info = self._table()
         now = store.valid_write_ids(info.table_id)
         aborted = [w for lo, hi in now.aborted_ranges for w in range(lo, min(hi, end.write_id) + 1)]
-        write_ids = ValidWriteIdList(end.write_id, min(end.pending, default=2**63 - 1), end.pending, aborted,
+        write_ids = ValidWriteIdList(end.write_id, min(end.pending, default=LONG_MAX), end.pending, aborted,
                                      table_name=now.table_name)
         read = ReadSpec(path=spec.path, write_ids=write_ids, metastore_url=spec.metastore_url,
                         storage_options=spec.storage_options)

@@ -26,7 +26,7 @@ from ..layout import bucket_codec
 from ..layout.bucketing import bucket_ids
 from ..layout.names import ACID_VERSION_FILE, base_dir_name, bucket_file_name, delta_dir_name
 from ..orc.files import wall_clock_type
-from ..orc.writer import DELTA_STRIPE_SIZE, InsertFileWriter
+from ..orc.writer import DELTA_STRIPE_SIZE, InsertFileWriter, WrittenFile
 from ..storage import Storage
 from .rows import group_rows, partition_path
 
@@ -87,16 +87,6 @@ class WritePlan:
 
     def writer_id(self, task_id: int, bucket: int) -> int:
         return bucket if self.bucketed else task_id % (bucket_codec.MAX_WRITER_ID + 1)
-
-
-@dataclass
-class WrittenFile:
-    """One file a task wrote (a data file, a delete-event file or a compaction output)."""
-
-    partition: str  # "" or "col=value/..."
-    path: str  # full path
-    rows: int
-    size: int = 0  # bytes
 
 
 @dataclass
@@ -260,7 +250,7 @@ class TaskWriter:
             for (part, _), (writer, tmp_path, final_path) in self._writers.items():
                 info = writer.close()
                 self.plan.storage.put_file(tmp_path, final_path)
-                self.result.files.append(WrittenFile(part, final_path, info.rows, info.size))
+                self.result.files.append(info.placed(final_path, part))
                 crash_point("write.task.after_first_file")
         finally:
             shutil.rmtree(self._tmp, ignore_errors=True)
