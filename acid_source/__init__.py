@@ -1,4 +1,13 @@
-"""acidorc: read (and write) Hive ACID transactional ORC tables from PySpark."""
+"""acidorc: Hive ACID (transactional ORC) tables from PySpark and from plain Python.
+
+The public names: ``AcidTable`` (load / create / forPath / forName; scan, append, overwrite,
+newWrite, update, delete, merge, compact, vacuum, history, changes), ``AcidScan`` and
+``StagedWrite`` (what a scan and a staged write hand back), ``read`` / ``sql`` / ``register`` /
+``get_or_create_session`` (Spark), ``create_table`` / ``drop_table`` / ``vacuum`` /
+``compact_table`` / ``run_initiator`` / ``clean_aborted_writes``, the snapshot strings
+``ValidWriteIdList`` / ``ValidTxnList``, and every error of :mod:`acid_source.errors`. They are
+spelled like pyspark and delta-spark (camelCase); internal modules are snake_case.
+"""
 
 from ._version import __version__ as __version__
 from .errors import (
@@ -40,6 +49,7 @@ from .layout.writeids import ValidTxnList, ValidWriteIdList
 _LAZY = {
     "AcidTable": "table",
     "AcidScan": "scans",
+    "StagedWrite": "staged",
     "clean_aborted_writes": "maintenance.aborted",
     "configure": "spark.session",
     "get_or_create_session": "spark.session",
@@ -86,6 +96,7 @@ def __dir__():
 __all__ = [
     "AcidScan",
     "AcidTable",
+    "StagedWrite",
     "clean_aborted_writes",
     "create_table",
     "drop_table",

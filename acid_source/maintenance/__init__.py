@@ -1,2 +1,4 @@
-"""Keeping tables healthy: removing what failed writes left behind (and, later, compaction
-and the cleaner)."""
+"""Keeping tables healthy: compaction (``compaction_plan``, ``compaction_tasks`` on executors,
+``compactor`` on the driver), when to compact (``thresholds``, the ``initiator`` pass,
+``auto_compact`` after a data write), the cleaner (``cleaner``: vacuum, honouring read leases)
+and the clean-up of failed writes (``aborted``)."""
