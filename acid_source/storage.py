@@ -52,7 +52,7 @@ def uncached(options: dict) -> dict:
     return {**options, "use_listings_cache": False}
 
 
-def option_pairs(options: Mapping | Iterable | None, argument: str = "storage_options") -> tuple:
+def option_pairs(options: Mapping | Iterable | None, argument: str = "storageOptions") -> tuple:
     """fsspec storage options (a dict, or ``(key, value)`` pairs) as the sorted pairs a
     :class:`Storage` keeps. Values stay as given (a nested dict such as ``client_kwargs`` too)."""
     if options is None:

@@ -169,7 +169,7 @@ def _check_adopted_layout(layout: TableLayout, partition_columns, insert_only: b
     if (kind == INSERT_ONLY) != insert_only:
         found_kind = "an insert-only" if kind == INSERT_ONLY else "a full ACID"
         raise SchemaError(f"cannot adopt {where}: its files are those of {found_kind} table, the table is given "
-                          f"insert_only={insert_only}", path=where)
+                          f"insertOnly={insert_only}", path=where)
 
 
 def remove_if_empty(storage: Storage) -> None:

@@ -141,7 +141,7 @@ def test_drop_purge_without_access_keeps_the_table_registered(s3_server, s3_tabl
 
 
 def test_storage_options_must_be_a_dict(s3_table_url):
-    with pytest.raises(InvalidArgumentError, match="storage_options"):
+    with pytest.raises(InvalidArgumentError, match="storageOptions"):
         create_table(s3_table_url, SCHEMA, storageOptions="key=secret")
     with pytest.raises(InvalidArgumentError, match="storageOptions"):
         AcidTable(s3_table_url, storageOptions=[("key",)])
