@@ -3,42 +3,44 @@
 1. Write an ACID table with acidorc: create it by appending, append again, overwrite one
    partition - each a transaction committed atomically - and read it at the latest snapshot
    and at an older one (time travel); then append and read from plain Python with AcidTable.
-2. Read a table the way Hive writes it, with an UPDATE and a DELETE (base / delta /
-   delete_delta directories; built here with the test generator tests/hivegen.py, file by
-   file, to show the layout). acidorc's own UPDATE / DELETE / MERGE: examples/upsert.py.
+2. Read a table in the layout Hive leaves between compactions - a base, deltas and delete
+   deltas, an UPDATE and a DELETE, and a write still open whose files are on disk - at its
+   latest snapshot and at an older one given as Hive's snapshot string. acidorc's UPDATE /
+   DELETE / MERGE in depth: examples/upsert.py.
 """
 
 from __future__ import annotations
 
 import shutil
-import sys
 import tempfile
+from decimal import Decimal
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+import pyarrow as pa
 
-from hivegen import Event, HiveTable, bucket_property  # noqa: E402
-
-import acid_source  # noqa: E402
+import acid_source
 
 
-def build_table(root: Path) -> None:
-    t = HiveTable(root / "orders", [("id", "int"), ("customer", "string"), ("amount", "decimal(10,2)")])
-    # write id 1 (later major-compacted): three orders in bucket 0
-    from decimal import Decimal
+def _orders(rows: list[tuple[int, str, str]]) -> pa.Table:
+    return pa.table({"id": pa.array([r[0] for r in rows], pa.int32()), "customer": [r[1] for r in rows],
+                     "amount": pa.array([Decimal(r[2]) for r in rows], pa.decimal128(10, 2))})
 
-    base = [Event(0, 1, bucket_property(0), i, 1, (i + 1, c, Decimal(a)))
-            for i, (c, a) in enumerate([("ann", "10.00"), ("bob", "25.50"), ("cy", "7.25")])]
-    t.base(1, {0: base})
-    # write id 2: two new orders in buckets 0 and 1
-    t.insert(2, {0: [(4, "dee", Decimal("99.99"))], 1: [(5, "eve", Decimal("1.00"))]})
-    # write id 3: UPDATE order 2 (split update: delete the old version, insert the new one)
-    t.delete(3, [(1, bucket_property(0), 1)])
-    t.insert(3, {0: [(2, "bob", Decimal("30.00"))]})
-    # write id 4: DELETE order 3
-    t.delete(4, [(1, bucket_property(0), 2)])
-    # write id 5: aborted - its files exist but no reader may see them
-    t.insert(5, {0: [(666, "ghost", Decimal("0.00"))]})
+
+def build_table(root: Path) -> acid_source.StagedWrite:
+    """base / delta / delete_delta directories, as Hive leaves them between compactions; returns
+    the staged write id 5, whose files are on disk but not committed (abort it when done)."""
+    t = acid_source.AcidTable.create(root / "orders", "id int, customer string, amount decimal(10,2)",
+                                     bucketColumns=["id"], numBuckets=2)
+    t.append(_orders([(1, "ann", "10.00"), (2, "bob", "25.50"), (3, "cy", "7.25")]))  # write id 1
+    t.compact("major")                                                # base_0000001_v...: write id 1
+    t.append(_orders([(4, "dee", "99.99"), (5, "eve", "1.00")]))       # write id 2: delta_0000002_...
+    t.update("id = 2", {"amount": "30.00"})  # write id 3: the old version deleted, the new inserted
+    t.delete("id = 3")                       # write id 4: a delete_delta_0000004_... only
+    open_write = t.newWrite()                # write id 5: its files are written, it never commits
+    task = open_write.writer(0)
+    task.write(_orders([(666, "ghost", "0.00")]))
+    task.close()
+    return open_write
 
 
 def write_and_read(spark, root: Path) -> None:
@@ -82,26 +84,23 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         write_and_read(spark, root)
-        build_table(root)
+        open_write = build_table(root)
         path = str(root / "orders")
-        print("Table directories:", sorted(p.name for p in (root / "orders").iterdir()))
+        print("Table directories:", sorted(p.name for p in (root / "orders").iterdir() if not p.name.startswith(".")))
 
-        latest = (spark.read.format("acidorc")
-                  .option("validWriteIds", "default.orders:5:9223372036854775807::5")  # 5 aborted
-                  .load(path))
-        print("\nAt the latest snapshot (write id 5 aborted):")
-        latest.orderBy("id").show()
+        print("\nAt the latest snapshot (write id 5 is open: its rows are on disk, not in the snapshot):")
+        spark.read.format("acidorc").load(path).orderBy("id").show()
 
         before_update = (spark.read.format("acidorc")
-                         .option("validWriteIds", "default.orders:2:9223372036854775807::")
+                         .option("validWriteIds", "default.orders:2:9223372036854775807::")  # Hive's form
                          .load(path))
         print("As of write id 2 (before the update and the delete):")
         before_update.orderBy("id").show()
 
-        spark.sql(f"CREATE TEMPORARY VIEW orders USING acidorc OPTIONS (path '{path}', "
-                  "validWriteIds 'default.orders:5:9223372036854775807::5', includeRowId 'true')")
+        spark.sql(f"CREATE TEMPORARY VIEW orders USING acidorc OPTIONS (path '{path}', includeRowId 'true')")
         print("Through SQL, with Hive's ROW__ID:")
         spark.sql("SELECT id, customer, amount, ROW__ID FROM orders ORDER BY id").show(truncate=False)
+        open_write.abort()  # write id 5 aborted: its files are removed
     spark.stop()
     shutil.rmtree(metastore, ignore_errors=True)
 
