@@ -11,6 +11,7 @@ import sys
 
 import pyarrow as pa
 import pyarrow.orc as paorc
+from hivegen import HiveTable
 from test_task_imports import NOT_SPARK
 
 from acid_source import create_table
@@ -53,6 +54,23 @@ def test_deleted_rows_come_from_their_insert_events_wherever_they_are(tmp_path):
     t.vacuum(retentionSeconds=0)
     t.delete("id in (1, 3, 13, 32)")      # 5: rows the base holds (pre-ACID ones with write id 0)
     assert deleted(t) == [(5, 1, "v1"), (5, 3, "v3"), (5, 13, "v13"), (5, 32, "v32")]
+
+
+def test_a_deleted_row_of_a_raw_file_loaded_into_a_delta_counts_its_row_id_on_from_the_earlier_files(tmp_path):
+    """Hive's LOAD DATA into a full-ACID table leaves plain files in a delta (``000000_0``,
+    ``000000_0_copy_1``): their rows' synthetic row ids count on across the bucket's files, in
+    the change feed's lookup as in the reader (one slicer: scan/slicing.py)."""
+    url = f"sqlite:///{tmp_path}/store.db"
+    delta = tmp_path / "t" / "delta_0000001_0000001_0000"
+    delta.mkdir(parents=True)
+    paorc.write_table(rows([1, 2]), str(delta / "000000_0"))
+    paorc.write_table(rows([3, 4]), str(delta / "000000_0_copy_1"))
+    HiveTable(tmp_path / "t", [("id", "bigint"), ("v", "string")]).insert(2, {0: [(5, "v5")]})  # a Hive INSERT
+    create_table(str(tmp_path / "t"), SCHEMA, adopt=True, metastoreUrl=url)  # write ids 1, 2 as Hive left them
+    t = AcidTable.load(str(tmp_path / "t"), metastoreUrl=url)
+    t.delete("id in (2, 4)")  # 3: one row of each raw file
+    assert sorted(t.toArrow().column("id").to_pylist()) == [1, 3, 5]
+    assert deleted(t) == [(3, 2, "v2"), (3, 4, "v4")]
 
 
 CHILD = """
