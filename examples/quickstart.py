@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from decimal import Decimal
@@ -29,6 +30,9 @@ def _orders(rows: list[tuple[int, str, str]]) -> pa.Table:
 def build_table(root: Path) -> acid_source.StagedWrite:
     """base / delta / delete_delta directories, as Hive leaves them between compactions; returns
     the staged write id 5, whose files are on disk but not committed (abort it when done)."""
+    # automatic compaction off for this table: small writes over Hive's thresholds would be
+    # compacted right away, and this table is to show each write's own directories
+    os.environ["ACIDORC_AUTO_COMPACT"] = "false"
     t = acid_source.AcidTable.create(root / "orders", "id int, customer string, amount decimal(10,2)",
                                      bucketColumns=["id"], numBuckets=2)
     t.append(_orders([(1, "ann", "10.00"), (2, "bob", "25.50"), (3, "cy", "7.25")]))  # write id 1
