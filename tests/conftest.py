@@ -52,7 +52,7 @@ LONGEST_FIRST = (
     "spark/test_stream_sink.py",
     "spark/test_change_feed.py",
     "orc/test_growing.py",
-    "test_datasource.py",
+    "spark/test_datasource.py",
 )
 
 
@@ -77,6 +77,7 @@ def spark(tmp_path_factory):
             "spark.sql.warehouse.dir": str(warehouse),
             "spark.sql.session.timeZone": "UTC",
             "spark.driver.memory": "2g",
+            **({"spark.driver.extraJavaOptions": os.environ["XX_JOPTS"]} if os.environ.get("XX_JOPTS") else {}),
         },
     )
     session.sparkContext.setLogLevel("ERROR")

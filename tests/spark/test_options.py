@@ -159,3 +159,33 @@ def test_time_travel_needs_a_finite_time(value):
 def test_a_size_with_thousands_of_digits_is_an_option_error():
     with pytest.raises(InvalidOptionError, match="maxSplitBytes"):
         read_spec({"path": "/t", "maxsplitbytes": "9" * 5000})
+
+
+def test_the_spark_edge_reports_a_core_argument_of_an_options_name_as_that_option():
+    """The core names the values it checks as arguments; where Spark's options gave them, the
+    edge (spark.options.option_errors) reports the option of that name, message unchanged."""
+    import pyarrow as pa
+
+    from acid_source.errors import InvalidArgumentError
+    from acid_source.expressions import parse_condition
+    from acid_source.spark.options import option_errors, with_option_errors
+
+    schema = pa.schema([("id", pa.int64())])
+    with pytest.raises(InvalidArgumentError) as core:
+        parse_condition("id = = 1", schema, argument="rowFilter")
+    with pytest.raises(InvalidOptionError) as edge, option_errors():
+        parse_condition("id = = 1", schema, argument="rowfilter")  # any case: Spark lower-cases options
+    assert (edge.value.option, edge.value.detail) == ("rowFilter", core.value.detail)
+    assert str(edge.value) == str(core.value).replace("argument 'rowFilter'", "option 'rowFilter'")
+    with pytest.raises(InvalidArgumentError, match="argument 'condition'"), option_errors():
+        parse_condition("id = = 1", schema, argument="condition")  # not an option: unchanged
+
+    @with_option_errors
+    def rows():  # a Spark task's read: errors raised while iterating count too
+        yield 1
+        raise InvalidArgumentError("partition", "no such partition column")
+
+    with pytest.raises(InvalidOptionError, match="option 'partition': no such partition column"):
+        list(rows())
+    with pytest.raises(InvalidOptionError, match="maxSplitBytes"):
+        read_spec({"path": "/t", "maxSplitBytes": "lots"})  # the value parsers are shared with the API
