@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 from sqlglot import exp
 
 if TYPE_CHECKING:
-    from .compiler import Compiler, Typed
+    from .compiler import Compiler
+    from .typed import Typed
 
 Children = Callable[["Compiler", Any], list]
 Build = Callable[["Compiler", Any, list["Typed"]], "Typed"]

@@ -1,0 +1,235 @@
+"""Casts and conversions, Spark's way: bringing operands to one type (:func:`unify`: a literal
+takes the type of what it is compared with, numbers widen as Spark widens them), reading a
+string literal as that type, and CAST (truncating to integers, rounding decimals half away from
+zero, failing as Spark's ANSI mode does where a value does not fit)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from sqlglot import exp
+
+from .dispatch import Handlers
+from .sqltypes import (
+    arrow_type_of,
+    common_type,
+    describe,
+    integer_range,
+    is_binary,
+    is_boolean,
+    is_date,
+    is_decimal,
+    is_floating,
+    is_integral,
+    is_null,
+    is_numeric,
+    is_string,
+    is_timestamp,
+)
+from .typed import Typed, call, constant, first_problem, problem_if
+from .values import cast_value, number_literal, parse_boolean, parse_date, parse_timestamp
+
+if TYPE_CHECKING:
+    from .compiler import Compiler
+
+HANDLERS = Handlers()
+
+
+def unify(compiler: Compiler, node, items: list[Typed], what: str) -> tuple[list[Typed], pa.DataType]:
+    """Bring ``items`` to one type, Spark's way: the type of the non-constant operands,
+    with constants converted to it where they fit and the type widened where not."""
+    target = None
+    for item in items:
+        # Where the result is a value (COALESCE, CASE), a number literal keeps its own type
+        # (Spark: coalesce(int_column, 2.0e0) is a double); in a comparison it need not.
+        if item.is_constant and not (what == "combine" and is_numeric(item.type)):
+            continue
+        widened = item.type if target is None else common_type(target, item.type)
+        if widened is None:
+            compiler.fail(node, f"cannot {what} {describe(target)} with {describe(item.type)}; "
+                                "CAST one side to the other's type")
+        target = widened
+    constants = [i for i in items if i.is_constant and not is_null(i.type)]
+    if target is None and constants:
+        typed = [c for c in constants if not is_string(c.type)]
+        target = (typed or constants)[0].type
+    if target is None:
+        return items, pa.null()
+    changed = True
+    while changed:
+        changed = False
+        for item in constants:
+            if item.value is None:
+                continue
+            candidate = _reinterpret(compiler, node, item, target, what) if is_string(item.type) else item
+            if what == "compare" and is_floating(candidate.type) and (is_integral(target) or is_decimal(target)):
+                # Spark compares an integer or decimal with a float or double as doubles
+                # (ANSI coercion), which rounds bigints beyond 2**53 and long decimals: a
+                # whole-number double is not the integer it looks like
+                if target != pa.float64():
+                    target, changed = pa.float64(), True
+                continue
+            if _fits(candidate, target) is None:
+                widened = common_type(target, candidate.type)
+                if widened is None:
+                    compiler.fail(node, f"cannot {what} {describe(target)} with {_literal_text(item)}")
+                if widened != target:
+                    target, changed = widened, True
+    return [_convert(compiler, node, item, target) for item in items], target
+
+
+def _convert(compiler: Compiler, node, item: Typed, target: pa.DataType) -> Typed:
+    """``item`` as a ``target`` value after :func:`unify` chose ``target``."""
+    if item.type == target:
+        return item
+    if item.is_constant:
+        if item.value is None:
+            return constant(None, target)
+        candidate = _reinterpret(compiler, node, item, target) if is_string(item.type) else item
+        return cast(compiler, node, candidate, target)
+    return cast(compiler, node, item, target)
+
+
+def _reinterpret(compiler: Compiler, node, item: Typed, target: pa.DataType, what: str = "compare") -> Typed:
+    """A string constant read as a value of ``target``'s kind, as Spark casts a string that
+    is compared with a date, a number, ..."""
+    text = item.value
+    try:
+        if is_floating(target):  # Spark's CAST to double: '1.1d', '0x1p3', 'NaN', '-inf', ... (cast_value)
+            return constant(cast_value(text, pa.string(), pa.float64()), pa.float64())
+        if is_numeric(target):
+            return constant(*number_literal(text))
+        if is_date(target):
+            return constant(parse_date(text), pa.date32())
+        if is_timestamp(target):
+            return constant(parse_timestamp(text), pa.timestamp("us"))
+        if is_boolean(target):
+            return constant(parse_boolean(text), pa.bool_())
+        if is_binary(target):
+            return constant(text.encode("utf-8"), pa.binary())
+    except ValueError as exc:
+        compiler.fail(node, f"cannot {what} {describe(target)} with {text!r}: {exc}")
+    return item
+
+
+def _fits(item: Typed, target: pa.DataType):
+    """The constant converted to ``target`` if that loses nothing, else None."""
+    source = item.type
+    same_kind = (
+        (is_numeric(source) and is_numeric(target)) or (is_string(source) and is_string(target))
+        or (is_binary(source) and is_binary(target)) or (is_boolean(source) and is_boolean(target))
+        or ((is_date(source) or is_timestamp(source)) and (is_date(target) or is_timestamp(target))))
+    if not same_kind:
+        return None
+    try:
+        converted = cast_value(item.value, source, target)
+        if is_numeric(source):  # Python compares int, float and Decimal exactly
+            return converted if converted == item.value else None
+        back = cast_value(converted, target, source)
+    except ValueError:
+        return None
+    if isinstance(back, float) and isinstance(item.value, float) and math.isnan(back) and math.isnan(item.value):
+        return converted
+    if back != item.value or type(back) is not type(item.value):
+        return None
+    return converted
+
+
+def _literal_text(typed: Typed) -> str:
+    if typed.value is None:
+        return "NULL"
+    if is_string(typed.type):
+        return repr(typed.value)
+    return cast_value(typed.value, typed.type, pa.string())
+
+
+def cast(compiler: Compiler, node, item: Typed, target: pa.DataType, explicit: bool = False) -> Typed:
+    if item.type == target:
+        return item
+    if item.is_constant:
+        if is_floating(item.type) and is_decimal(target) and item.value is not None \
+                and not math.isfinite(item.value):
+            return constant(None, target)  # Spark: NaN and +-inf as a decimal are NULL, even in ANSI mode
+        try:
+            return constant(cast_value(item.value, item.type, target), target)
+        except ValueError as exc:
+            compiler.fail(node, f"cannot cast {_literal_text(item)} to {describe(target)}: {exc}")
+    source = item.type
+    try:
+        pa.array([], type=source).cast(target)
+    except (pa.ArrowNotImplementedError, pa.ArrowInvalid):
+        compiler.fail(node, f"cannot cast {describe(source)} to {describe(target)}")
+    if is_floating(source) and is_string(target):
+        compiler.fail(node, f"cannot cast {describe(source)} to {describe(target)}: Spark writes such numbers as "
+                            "Java does (100.0, 1.0E20, NaN, Infinity), which is not implemented here")
+    if is_string(source) and is_floating(target):
+        # Java's Double.parseDouble, as Spark: surrounding whitespace and a d / f suffix are
+        # allowed (Arrow reads the rest, inf and nan words included; hex numbers it refuses)
+        item = call("utf8_trim", [item], source, pc.TrimOptions("".join(map(chr, range(33)))))
+        item = call("replace_substring_regex", [item], source, pc.ReplaceSubstringOptions(
+            r"^([+-]?(?:[0-9]+[.]?[0-9]*|[.][0-9]+)(?:[eE][+-]?[0-9]+)?)[fFdD]$", r"\1"))
+    if is_floating(source) and is_decimal(target):  # NaN and +-inf become NULL, as in Spark
+        item = call("if_else", [call("is_finite", [item], pa.bool_()), item, constant(None, source)], source)
+    if is_decimal(source) and is_floating(target):
+        # Arrow's decimal-to-double is not correctly rounded (404.46 becomes
+        # 404.46000000000004); through text it is, like Java's BigDecimal.doubleValue
+        text = call("cast", [item], pa.string(), pc.CastOptions.safe(pa.string()))
+        return call("cast", [text], target, pc.CastOptions.safe(target))
+    options = pc.CastOptions.safe(target)
+    if is_integral(source) and is_floating(target):  # rounds beyond 2**53, as Spark does
+        options = pc.CastOptions(target, allow_float_truncate=True)
+    if explicit:
+        # Spark truncates to integers and rounds half away from zero to a smaller scale.
+        # Arrow's own truncating casts skip the range check, so round first, then cast
+        # safely: a value out of the target's range fails as in Spark's ANSI mode.
+        if is_integral(target) and is_floating(source):
+            item = _cast_overflow(call("trunc", [item], source), target)
+        elif is_integral(target) and is_integral(source):
+            item = _cast_overflow(item, target)
+        elif is_integral(target) and is_decimal(source):
+            item = call("round", [item], source, pc.RoundOptions(0, "towards_zero"))
+        elif is_decimal(target) and (is_floating(source) or (is_decimal(source) and source.scale > target.scale)):
+            item = call("round", [item], source, pc.RoundOptions(target.scale, "half_towards_infinity"))
+        if is_date(target) or is_timestamp(target):
+            options = pc.CastOptions(target, allow_time_truncate=True)
+    return call("cast", [item], target, options)
+
+
+def _cast_overflow(item: Typed, target: pa.DataType) -> Typed:
+    """A number (a float already truncated) to be cast to integer type ``target``: where it is
+    NaN, infinite or out of range, Spark's CAST_OVERFLOW, and a 0 that casts safely."""
+    source = item.type
+    lo, hi = integer_range(target)
+    if is_integral(source):
+        s_lo, s_hi = integer_range(source)
+        if s_lo >= lo and s_hi <= hi:
+            return item
+        lo, hi = max(lo, s_lo), min(hi, s_hi)
+        fits = call("and", [call("greater_equal", [item, constant(lo, source)], pa.bool_()),
+                            call("less_equal", [item, constant(hi, source)], pa.bool_())], pa.bool_())
+    else:  # -2**k and 2**k are exact floats
+        fits = call("and", [call("greater_equal", [item, constant(float(lo), source)], pa.bool_()),
+                            call("less", [item, constant(float(hi + 1), source)], pa.bool_())], pa.bool_())
+    message = f"[CAST_OVERFLOW] a {describe(source)} value cannot be cast to {describe(target)} due to an overflow"
+    fitted = call("if_else", [fits, item, constant(0, source)], source)
+    problem = problem_if(call("invert", [fits], pa.bool_()).expression, message)
+    return replace(fitted, problem=first_problem([item.problem, problem]))
+
+
+def _cast_children(compiler: Compiler, node) -> list:
+    if node.args.get("format"):
+        compiler.fail(node, "CAST ... FORMAT is not supported")
+    return [node.this]
+
+
+@HANDLERS.register(exp.Cast, children=_cast_children)  # TryCast too: Spark's CAST
+def _explicit_cast(compiler: Compiler, node, args: list[Typed]) -> Typed:
+    try:
+        target = arrow_type_of(node.args["to"])
+    except ValueError as exc:
+        compiler.fail(node, str(exc))
+    return cast(compiler, node, args[0], target, explicit=True)
