@@ -251,7 +251,7 @@ class AcidMergeBuilder:
 
     def __init__(self, session: SparkSession, target: TableRef, alias: str | None, source: DataFrame,
                  condition: ExpressionOrColumn, recorded: Any):
-        from .dml import to_column
+        from .dml_inputs import to_column
 
         if condition is None:
             raise InvalidArgumentError("condition", "a MERGE needs a join condition, e.g. 't.id = s.id'")
@@ -267,7 +267,8 @@ class AcidMergeBuilder:
     def _add(self, when: str, action: str, condition: ExpressionOrColumn | None, values: ColumnMapping | None,
              argument: str, *, missing: str | None = None) -> "AcidMergeBuilder":
         """Add a clause; ``missing``: the error when ``values`` is None (a clause that needs them)."""
-        from .dml import MergeClause, to_column
+        from .dml import MergeClause
+        from .dml_inputs import to_column
 
         if values is None and missing is not None:
             raise InvalidArgumentError(argument, missing)

@@ -23,7 +23,7 @@ from pyspark.sql import functions as F
 
 from acid_source import create_table
 from acid_source.errors import AcidError, InvalidArgumentError, SchemaError
-from acid_source.spark.dml import to_column
+from acid_source.spark.dml_inputs import to_column
 from acid_source.table import AcidTable
 
 SCHEMA = pa.schema([("id", pa.int32()), ("k", pa.int32()), ("amt", pa.decimal128(10, 2)), ("s", pa.string()),
