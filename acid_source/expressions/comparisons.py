@@ -211,19 +211,20 @@ def _not(item: Typed) -> Typed:
 
 
 def _and(a: Typed, b: Typed) -> Typed:
-    if a.is_constant and a.value is True:
-        return b
-    if b.is_constant and b.value is True:
-        return a
-    return call("and", [a, b], pa.bool_())
+    return _joined("and", True, a, b)
 
 
 def _or(a: Typed, b: Typed) -> Typed:
-    if a.is_constant and a.value is False:
+    return _joined("or", False, a, b)
+
+
+def _joined(function: str, neutral: bool, a: Typed, b: Typed) -> Typed:
+    """``a <function> b``, an operand that is the constant ``neutral`` (which decides nothing) left out."""
+    if a.is_constant and a.value is neutral:
         return b
-    if b.is_constant and b.value is False:
+    if b.is_constant and b.value is neutral:
         return a
-    return call("or", [a, b], pa.bool_())
+    return call(function, [a, b], pa.bool_())
 
 
 def _float_compare(function: str, left: Typed, right: Typed) -> Typed:
