@@ -39,6 +39,7 @@ from ..layout.table_dirs import INSERT_ONLY
 from ..layout.writeids import ValidWriteIdList
 from ..scan.routes import NativeFile, RoutedScan, exception_ranges, route_splits
 from ..scan.splits import ROW_ID_COLUMN, BucketSplit, ReadContext
+from ..specs import ReadSpec
 from .datasource import SOURCE_NAME, take_read_lease
 from .options import option_errors, read_spec, with_option_errors
 from .session import check_session
@@ -71,6 +72,12 @@ def read(spark: Any, path: str, schema: StructType | str | None = None, **option
     if spec.read_change_feed or not spec.native_read:
         reader = spark.read.format(SOURCE_NAME).options(**given)
         return (reader.schema(schema) if schema is not None else reader).load()
+    return read_table(spark, spec, schema)
+
+
+def read_table(spark: Any, spec: ReadSpec, schema: StructType | str | None = None) -> DataFrame:
+    """:func:`read` of a typed read (``AcidTable.toDF`` builds one: its values never become
+    option strings): the snapshot resolved now, then each split routed."""
     from ..resolve import resolve_read, scan_for
 
     resolved = resolve_read(spec)

@@ -128,16 +128,14 @@ class SparkAcidTable:
         """The table's latest snapshot as a Spark DataFrame (a new one each call: a DataFrame
         keeps the snapshot it was planned with). Files that need no ACID merge are read by
         Spark's own ORC reader (:func:`acid_source.read`)."""
-        from ..metastore.urls import url_for_workers
-        from .native_read import read
-        from .options import spark_storage_options
+        from ..specs import ReadSpec
+        from ..values import default_read_lease_seconds
+        from .native_read import read_table
 
         ref = self._table.ref
-        options = dict(spark_storage_options(ref.storage_options))
-        url = url_for_workers(ref.metastore_url)
-        if url is not None:
-            options["metastoreUrl"] = url
-        df = read(self._session, self.location, **options)
+        spec = ReadSpec(path=self.location, metastore_url=ref.metastore_url, storage_options=ref.storage_options,
+                        read_lease_seconds=default_read_lease_seconds())
+        df = read_table(self._session, spec)
         return df.alias(self._alias) if self._alias else df
 
     def scan(self, rowFilter: str | None = None, columns: Iterable[str] | None = None, *,
