@@ -187,9 +187,9 @@ def test_create_table_rejects_what_is_not_a_schema(tmp_path, store):
         create_table(tmp_path / "t", {"id": "bigint"}, metastoreUrl=store)
     with pytest.raises(InvalidArgumentError, match="'location'"):
         create_table("  ", "id bigint", metastoreUrl=store)
-    with pytest.raises(InvalidArgumentError, match="'partition_columns'"):
+    with pytest.raises(InvalidArgumentError, match="'partitionColumns'"):
         create_table(tmp_path / "t", "id bigint, ds date", partitionColumns="ds", metastoreUrl=store)
-    with pytest.raises(InvalidArgumentError, match="'num_buckets'"):
+    with pytest.raises(InvalidArgumentError, match="'numBuckets'"):
         create_table(tmp_path / "t", "id bigint", bucketColumns=["id"], numBuckets=-1, metastoreUrl=store)
     assert Metastore(store).find_table(tmp_path / "t") is None
 

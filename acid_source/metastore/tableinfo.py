@@ -10,7 +10,7 @@ from typing import Mapping
 
 import pyarrow as pa
 
-from ..errors import InvalidArgumentError, InvalidOptionError, SchemaError
+from ..errors import InvalidArgumentError, SchemaError
 from ..layout.bucketing import field_hashes
 from ..orc.codecs import canonical_codec, hive_codec_name
 from ..orc.column_types import unsupported_type
@@ -54,7 +54,7 @@ def normalize_location(location: str | os.PathLike) -> str:
     trailing slash, so one table has one spelling."""
     text = os.fspath(location) if isinstance(location, os.PathLike) else location
     if not isinstance(text, str) or not text.strip():
-        raise InvalidOptionError("location", f"a table location must be a non-empty path or URL, got {location!r}")
+        raise InvalidArgumentError("location", f"a table location must be a non-empty path or URL, got {location!r}")
     text = text.strip()
     if text.lower().startswith("file:"):
         rest = text[len("file:"):]
@@ -62,14 +62,14 @@ def normalize_location(location: str | os.PathLike) -> str:
             rest = rest[2:]
             host, sep, path = rest.partition("/")
             if host not in ("", "localhost"):
-                raise InvalidOptionError("location", f"file URL with a remote host is not supported: {text!r}")
+                raise InvalidArgumentError("location", f"file URL with a remote host is not supported: {text!r}")
             rest = sep + path
         text = rest or "/"
     if "://" in text:
         scheme, rest = text.split("://", 1)
         rest = rest.rstrip("/")
         if not rest:
-            raise InvalidOptionError("location", f"URL {text!r} names no bucket or path")
+            raise InvalidArgumentError("location", f"URL {text!r} names no bucket or path")
         return f"{scheme.lower()}://{rest}"
     # One spelling per directory: '//a/b', 'a/../b' and symbolic links resolve to the real path,
     # so a table is found in the store however its location is written.
@@ -117,13 +117,13 @@ def validate_layout(schema, partition_columns, bucket_columns, num_buckets, comp
         problem = unsupported_type(f.type, f.name)
         if problem:
             raise SchemaError(f"column {problem[0]!r}: {problem[1]}", column=f.name)
-    for argument, cols in (("partition_columns", partition_columns), ("bucket_columns", bucket_columns)):
+    for argument, cols in (("partitionColumns", partition_columns), ("bucketColumns", bucket_columns)):
         if isinstance(cols, str):
             raise InvalidArgumentError(argument, f"expected a sequence of column names, not the string {cols!r}")
     parts = tuple(partition_columns)
     buckets = tuple(bucket_columns)
     names = set(schema.names)
-    for argument, cols in (("partition_columns", parts), ("bucket_columns", buckets)):
+    for argument, cols in (("partitionColumns", parts), ("bucketColumns", buckets)):
         missing = [c for c in cols if c not in names]
         if missing:
             raise SchemaError(f"{argument}: {missing} not in the table schema {schema.names}", column=str(missing[0]))
@@ -133,12 +133,12 @@ def validate_layout(schema, partition_columns, bucket_columns, num_buckets, comp
         raise SchemaError("every column is a partition column; a table needs at least one data column")
     both = sorted(set(parts) & set(buckets))
     if both:
-        raise InvalidArgumentError("bucket_columns", f"{both} are partition columns and cannot be bucket columns")
+        raise InvalidArgumentError("bucketColumns", f"{both} are partition columns and cannot be bucket columns")
     if isinstance(num_buckets, bool) or not isinstance(num_buckets, int) or num_buckets < 0:
-        raise InvalidArgumentError("num_buckets", f"must be an integer >= 0, got {num_buckets!r}")
+        raise InvalidArgumentError("numBuckets", f"must be an integer >= 0, got {num_buckets!r}")
     if bool(buckets) != (num_buckets > 0):
-        raise InvalidArgumentError("num_buckets", f"bucket_columns {list(buckets)} need num_buckets > 0 and vice "
-                                   f"versa (got num_buckets={num_buckets})")
+        raise InvalidArgumentError("numBuckets", f"bucketColumns {list(buckets)} need numBuckets > 0 and vice "
+                                   f"versa (got numBuckets={num_buckets})")
     codec = canonical_codec(compression, error=InvalidArgumentError)
     if isinstance(bucketing_version, bool) or bucketing_version not in BUCKETING_VERSIONS:
         raise InvalidArgumentError("bucketing_version", f"expected 1 or 2, got {bucketing_version!r}")
@@ -170,10 +170,10 @@ def table_properties(insert_only: bool, compression: str, bucketing_version: int
     }
     for key, value in dict(extra or {}).items():
         if not isinstance(key, str) or not isinstance(value, str):
-            raise InvalidOptionError("properties", f"keys and values must be strings, got {key!r}: {value!r}")
+            raise InvalidArgumentError("properties", f"keys and values must be strings, got {key!r}: {value!r}")
         reserved = key.lower()
         if reserved in props and props[reserved].lower() != value.lower():
-            raise InvalidOptionError("properties", f"{key!r}={value!r} contradicts the table layout "
+            raise InvalidArgumentError("properties", f"{key!r}={value!r} contradicts the table layout "
                                      f"({reserved}={props[reserved]!r})")
         if reserved not in props:
             props[key] = value

@@ -118,8 +118,10 @@ STREAM_READ_OPTIONS = {
 }
 
 
-#: every option name, by its lower-case spelling (Spark lower-cases them)
+#: every option name, by its lower-case spelling (Spark lower-cases them), and the arguments of
+#: the core that an option gives under another name
 OPTION_NAMES = {name.lower(): name for table in (READ_OPTIONS, WRITE_OPTIONS, STREAM_READ_OPTIONS) for name in table}
+OPTION_NAMES.update({"location": "path", "name": "tableName"})
 
 
 @contextmanager

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pyarrow as pa
 import pytest
 
-from acid_source.errors import InvalidOptionError
+from acid_source.errors import InvalidArgumentError
 from acid_source.metastore.hive.connection import MetastoreAddress
 from acid_source.metastore.hive.convert import arrow_type, bitset_members, hive_type, valid_txns, valid_write_ids
 from acid_source.metastore.urls import is_thrift_url
@@ -70,5 +70,5 @@ def test_store_urls():
     assert (address.timeout, address.lock_timeout) == (7.0, 5.0)
     assert str(address) == "thrift://a:1,thrift://b:2,thrift://c:9083?timeout=7&lockTimeout=5"
     for bad in ("thrift://", "thrift://h:1/db", "thrift://h:1?user=x", "thrift://h:1?timeout=0", "thrift://h:x"):
-        with pytest.raises(InvalidOptionError, match="metastoreUrl"):
+        with pytest.raises(InvalidArgumentError, match="metastoreUrl"):
             MetastoreAddress.parse(bad)

@@ -12,7 +12,6 @@ import pyarrow as pa
 
 from ...errors import (
     InvalidArgumentError,
-    InvalidOptionError,
     MetastoreError,
     NotAnAcidTableError,
     SchemaError,
@@ -163,7 +162,7 @@ class CatalogMixin(HiveBase):
                                               f"{db}.{table} in", name=f"{db}.{table}") from None
             return f"{normalize_location(database.locationUri)}/{table}", f"{db}.{table}"
         if not name:
-            raise InvalidOptionError("tableName", f"a new table in the Hive Metastore at {self.url} needs a name: "
+            raise InvalidArgumentError("name", f"a new table in the Hive Metastore at {self.url} needs a name: "
                                        f"write to db.table, or give option tableName with the location {path}")
         return path, name
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 from urllib.parse import parse_qsl, urlsplit
 
-from ...errors import InvalidOptionError, MetastoreUnreachableError
+from ...errors import InvalidArgumentError, MetastoreUnreachableError
 from ..urls import THRIFT_SCHEME as SCHEME
 
 DEFAULT_PORT = 9083
@@ -51,25 +51,25 @@ class MetastoreAddress:
                 part = f"{SCHEME}://{part}"
             split = urlsplit(part)
             if split.scheme.lower() != SCHEME or not split.hostname or split.path not in ("", "/"):
-                raise InvalidOptionError("metastoreUrl", f"{url!r}: expected thrift://host:port[,thrift://host:port...]")
+                raise InvalidArgumentError("metastoreUrl", f"{url!r}: expected thrift://host:port[,thrift://host:port...]")
             try:
                 port = split.port or DEFAULT_PORT
             except ValueError:
-                raise InvalidOptionError("metastoreUrl", f"{url!r}: {part!r} has no valid port") from None
+                raise InvalidArgumentError("metastoreUrl", f"{url!r}: {part!r} has no valid port") from None
             uris.append((split.hostname, port))
         if not uris:
-            raise InvalidOptionError("metastoreUrl", f"{url!r} names no metastore host")
+            raise InvalidArgumentError("metastoreUrl", f"{url!r} names no metastore host")
         settings = {"timeout": DEFAULT_TIMEOUT, "lock_timeout": DEFAULT_LOCK_TIMEOUT}
         for key, value in parse_qsl(query, keep_blank_values=True):
             if key not in _SETTINGS:
-                raise InvalidOptionError("metastoreUrl", f"{url!r}: unknown setting {key!r} "
+                raise InvalidArgumentError("metastoreUrl", f"{url!r}: unknown setting {key!r} "
                                                          f"(known: {', '.join(_SETTINGS)})")
             try:
                 seconds = float(value)
             except ValueError:
                 seconds = -1.0
             if not 0 < seconds < float("inf"):
-                raise InvalidOptionError("metastoreUrl", f"{url!r}: {key} must be a positive number of "
+                raise InvalidArgumentError("metastoreUrl", f"{url!r}: {key} must be a positive number of "
                                                          f"seconds, got {value!r}")
             settings[_SETTINGS[key]] = seconds
         return cls(tuple(uris), **settings)
