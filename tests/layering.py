@@ -72,7 +72,8 @@ STORE_VERBS = ("commit", "abort")
 #: the declared doors: (importer, imported), relative names, that may close an import cycle
 DOORS = (("table", "spark.table"),)
 #: private attributes of other libraries acidorc reaches on purpose
-FOREIGN_PRIVATE = ("_jsparkSession", "_jvm", "_jdf", "_jsc", "_mapping", "_asdict", "_replace", "_fields")
+FOREIGN_PRIVATE = ("_jsparkSession", "_jvm", "_jdf", "_jsc", "_mapping", "_asdict", "_replace", "_fields",
+                   "_call")  # pyarrow builds a compute call by name only through Expression._call
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ _LIBRARY_ERRORS = (ArithmeticError, AttributeError, LookupError, TypeError, Valu
 
 
 # A compiled expression raises the error Spark raises on a row (a division by zero, an
-# overflow: acid_source.expressions.compiler) as a cast of its text that fails
+# overflow: acid_source.expressions.typed.raising) as a cast of its text that fails
 _SPARK_ERROR = re.compile(r"'(\[[A-Z_]+\] [^']*)'")
 
 

@@ -226,3 +226,20 @@ def test_token_offsets_are_the_texts():
                                           ("'x' + \"y", 6)])
 def test_unterminated_text_is_reported_where_it_starts(text, offset):
     assert tokenize(text)[1] == offset
+
+
+def test_concat_ws_joins_with_its_separator_and_leaves_nulls_out():
+    """Spark's concat_ws (it was compiled as concat: sqlglot's ConcatWs is a Concat)."""
+    from acid_source.expressions import parse_value_expression
+
+    table = pa.table({"a": ["x", None, "z"], "b": ["1", "2", None], "n": [1, 2, 3]})
+
+    def values(text):
+        return ds.dataset(table).to_table(columns={"r": parse_value_expression(text, table.schema).expression}) \
+            .column("r").to_pylist()
+
+    assert values("concat_ws('-', a, b)") == ["x-1", "2", "z"]
+    assert values("concat_ws(',', a, NULL, b)") == ["x,1", "2", "z"]
+    assert values("concat_ws('/', n, a)") == ["1/x", "2", "3/z"]
+    assert values("concat_ws(NULL, a)") == [None, None, None]
+    assert values("concat_ws('-')") == ["", "", ""]
