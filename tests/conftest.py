@@ -63,6 +63,8 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory):
+    from servers.jvm import spark_driver_conf
+
     import acid_source
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -77,7 +79,7 @@ def spark(tmp_path_factory):
             "spark.sql.warehouse.dir": str(warehouse),
             "spark.sql.session.timeZone": "UTC",
             "spark.driver.memory": "2g",
-            **({"spark.driver.extraJavaOptions": os.environ["XX_JOPTS"]} if os.environ.get("XX_JOPTS") else {}),
+            **spark_driver_conf(),  # C1 only, serial GC (tests/servers/jvm.py)
         },
     )
     session.sparkContext.setLogLevel("ERROR")
