@@ -30,14 +30,15 @@ SCHEMA_DDL = "id BIGINT, grp STRING"
 FILES, ROWS_PER_FILE = 3, 20
 
 
-def child_main(src: str, checkpoint: str, path: str, started: str) -> None:
+def child_main(src: str, checkpoint: str, path: str, started: str, java_options: str) -> None:
     """The streaming application: process every input file, one per micro-batch, then exit."""
     import acid_source
 
     spark = acid_source.get_or_create_session(
         appName="acidorc-stream-kills", master="local[2]",
         conf={"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
-              "spark.sql.shuffle.partitions": "2", "spark.sql.session.timeZone": "UTC"})
+              "spark.sql.shuffle.partitions": "2", "spark.sql.session.timeZone": "UTC",
+              "spark.driver.extraJavaOptions": java_options})
     spark.sparkContext.setLogLevel("ERROR")
     df = spark.readStream.schema(SCHEMA_DDL).option("maxFilesPerTrigger", 1).json(src)
     query = (df.writeStream.format("acidorc").option("checkpointLocation", checkpoint)
@@ -52,10 +53,13 @@ def child_main(src: str, checkpoint: str, path: str, started: str) -> None:
 
 class Child:
     def __init__(self, tmp: Path, round_no: int, env: dict[str, str] | None = None):
+        from servers.jvm import QUICK_JVM_OPTIONS  # the child's JVM flags (tests/ is not on its path)
+
         self.started = tmp / f"started-{round_no}"
         self.log = open(tmp / f"child-{round_no}.log", "w")
         self.proc = subprocess.Popen(
-            [sys.executable, __file__, str(tmp / "in"), str(tmp / "ck"), str(tmp / "t"), str(self.started)],
+            [sys.executable, __file__, str(tmp / "in"), str(tmp / "ck"), str(tmp / "t"), str(self.started),
+             QUICK_JVM_OPTIONS],
             env={**os.environ, **(env or {})}, stdout=self.log, stderr=subprocess.STDOUT,
             start_new_session=True)  # its own process group: the JVM and its Python workers die with it
 
@@ -152,4 +156,4 @@ def test_killed_and_restarted_query_writes_every_row_once(tmp_path):
 
 
 if __name__ == "__main__":
-    child_main(*sys.argv[1:5])
+    child_main(*sys.argv[1:6])

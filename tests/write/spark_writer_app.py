@@ -6,9 +6,10 @@ import sys
 import acid_source
 
 
-def main(path: str, fifo: str, metastore_url: str) -> None:
+def main(path: str, fifo: str, metastore_url: str, java_options: str) -> None:
     spark = acid_source.get_or_create_session(master="local[1]", metastoreUrl=metastore_url,
-                                              conf={"spark.ui.enabled": "false"})
+                                              conf={"spark.ui.enabled": "false",
+                                                    "spark.driver.extraJavaOptions": java_options})
     from pyspark.sql.functions import lit, udf
 
     @udf("bigint")
@@ -26,4 +27,4 @@ def main(path: str, fifo: str, metastore_url: str) -> None:
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:4])
+    main(*sys.argv[1:5])

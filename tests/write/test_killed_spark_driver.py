@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from core_read import data, read_rows
+from servers.jvm import QUICK_JVM_OPTIONS
 from writers import rows, write
 
 from acid_source import clean_aborted_writes
@@ -43,7 +44,8 @@ def test_killed_driver(tmp_path):
     os.mkfifo(fifo)
     app = Path(__file__).with_name("spark_writer_app.py")
     log = open(tmp_path / "driver.log", "wb")
-    proc = subprocess.Popen([sys.executable, str(app), str(t), str(fifo), os.environ["ACIDORC_METASTORE_URL"]],
+    proc = subprocess.Popen([sys.executable, str(app), str(t), str(fifo), os.environ["ACIDORC_METASTORE_URL"],
+                             QUICK_JVM_OPTIONS],
                             start_new_session=True, stdout=log, stderr=log)
     try:
         assert _wait_for_signal(fifo, proc) == "files written\n", (tmp_path / "driver.log").read_text()[-3000:]
