@@ -4,7 +4,7 @@ SparkContext per process: the test process already hosts the local one).
 It reads its settings as JSON on standard input (so the object store's secret never shows on
 a command line): ``master_url``, ``table_url``, ``store_url``, ``storage_options`` (fsspec's,
 nested as s3fs takes them; given to Spark as ``fs.<a>.<b>`` string options), ``steps`` (the
-data of each step).
+data of each step), ``java_options`` (the driver's and executors' JVM flags).
 It configures Spark only through the SparkSession's conf and acidorc through its arguments and
 options -- nothing in the executors' environment -- then writes, reads, updates, deletes,
 merges, compacts and vacuums one partitioned table and writes one JSON document to the file
@@ -45,6 +45,9 @@ def main() -> None:
             "spark.sql.shuffle.partitions": "2",
             "spark.default.parallelism": "2",
             "spark.sql.session.timeZone": "UTC",
+            # the tests' JIT and GC flags (tests/servers/jvm.py), for the driver and the executors
+            "spark.driver.extraJavaOptions": settings["java_options"],
+            "spark.executor.extraJavaOptions": settings["java_options"],
         },
     )
     spark.sparkContext.setLogLevel("ERROR")

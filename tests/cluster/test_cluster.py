@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+from servers.jvm import QUICK_JVM_OPTIONS
 
 pytestmark = pytest.mark.cluster
 
@@ -112,6 +113,7 @@ def test_write_read_dml_compact_vacuum_on_a_cluster(spark_cluster, s3_server, s3
         "storage_options": s3_server.storage_options,
         "steps": STEPS,
         "output": str(output),
+        "java_options": QUICK_JVM_OPTIONS,
     }
     started = time.monotonic()
     returncode, stdout, stderr = run_driver(settings, env=driver_environment(work / "home"), cwd=work)

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import pytest
 
+from .jvm import QUICK_JVM_OPTIONS
 from .ports import free_ports, wait_until
 
 #: environment variables the master and worker may inherit from the test process (nothing else)
@@ -68,6 +69,8 @@ def clean_environment(home: Path) -> dict[str, str]:
         # executors start Python workers with the driver's choice; this is the same interpreter
         # (acidorc is installed in it), for anything the worker starts on its own
         "PYSPARK_PYTHON": sys.executable,
+        # the master's and worker's own JVMs (spark-class reads it for daemons): C1, serial GC
+        "SPARK_DAEMON_JAVA_OPTS": QUICK_JVM_OPTIONS,
     })
     return env
 
