@@ -87,6 +87,17 @@ def spark(tmp_path_factory):
     session.stop()
 
 
+@pytest.fixture(scope="session")
+def hive23():
+    """Hive 2.3's own ACID reader through py4j (``interop.hive_reader.HiveAcidReader``): one JVM
+    for the whole session (~1.5 s to start); each read builds its own JobConf, so reads share
+    nothing but the JVM."""
+    from interop.hive_reader import HiveAcidReader
+
+    with HiveAcidReader() as reader:
+        yield reader
+
+
 # Real servers on loopback, started on first use (tests/servers/).
 from servers.hive_metastore import hive_metastore, hive_metastore_short_timeout  # noqa: E402,F401
 from servers.postgres import pg_store_url, postgres_server, store_backend, store_url  # noqa: E402,F401

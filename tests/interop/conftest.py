@@ -6,6 +6,12 @@ import pytest
 
 
 @pytest.fixture(scope="session")
+def hive(hive23):
+    """Hive 2.3's reader (:class:`interop.hive_reader.HiveAcidReader`), the session's JVM."""
+    return hive23
+
+
+@pytest.fixture(scope="session")
 def hive4():
     """One JVM with Hive 4.1's own classes for the whole session (:class:`interop.hive4.Hive4`);
     fetches Hive 4's jars first (``scripts/fetch-hive4``, idempotent)."""

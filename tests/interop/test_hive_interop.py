@@ -317,12 +317,6 @@ TINY_HIVE_SPLITS = {"hive.exec.orc.split.strategy": "ETL", "mapred.max.split.siz
                     "mapred.min.split.size": "1"}
 
 
-@pytest.fixture(scope="module")
-def hive():
-    with HiveAcidReader() as reader:
-        yield reader
-
-
 # --------------------------------------------------------------------------------------------
 # base + append deltas + delete deltas, 3 buckets, multi-stripe files, several snapshots
 # --------------------------------------------------------------------------------------------

@@ -15,15 +15,13 @@ import pyarrow as pa
 import pytest
 
 from acid_source.write.rows import group_rows, partition_path
-from interop.hive_reader import HiveAcidReader
 
 pytestmark = pytest.mark.interop
 
 
 @pytest.fixture(scope="module")
-def jvm():
-    with HiveAcidReader() as reader:
-        yield reader._jvm
+def jvm(hive23):
+    return hive23._jvm
 
 
 def hive_name(jvm, writable) -> str:

@@ -15,7 +15,6 @@ import pyorc  # noqa: E402  (interop tests fail, never skip, without their parts
 import pytest
 
 from .hive_reader import (  # noqa: E402
-    HiveAcidReader,
     HiveReadError,
     hive_job_conf,
     make_valid_txns,
@@ -67,12 +66,6 @@ def inserts(write_id, rows, bucket=B0):
 def deletes(write_id, keys):
     """keys: (originalWriteId, bucketProperty, rowId) of the rows to delete."""
     return [(DELETE, owid, bucket, row_id, write_id, None) for owid, bucket, row_id in keys]
-
-
-@pytest.fixture(scope="module")
-def hive():
-    with HiveAcidReader() as reader:
-        yield reader
 
 
 COLS = [("id", "int"), ("name", "string")]

@@ -9,17 +9,10 @@ from core_read import read_rows
 
 from acid_source import create_table
 from acid_source.table import AcidTable
-from interop.hive_reader import HiveAcidReader
 
 pytestmark = pytest.mark.interop
 
 COLS = [("id", "bigint"), ("tag", "string")]
-
-
-@pytest.fixture(scope="module")
-def hive():
-    with HiveAcidReader() as reader:
-        yield reader
 
 
 def ours(path, predicate=lambda r: True):

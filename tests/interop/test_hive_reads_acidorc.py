@@ -21,15 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "write"))
 from core_read import read_rows  # noqa: E402
 from writers import write  # noqa: E402
 
-from interop.hive_reader import HiveAcidReader  # noqa: E402
-
 pytestmark = pytest.mark.interop
-
-
-@pytest.fixture(scope="module")
-def hive():
-    with HiveAcidReader() as reader:
-        yield reader
 
 
 def ours(path, columns):

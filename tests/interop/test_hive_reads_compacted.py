@@ -31,7 +31,7 @@ from acid_source import create_table
 from acid_source.specs import WriteSpec
 from acid_source.table import AcidTable
 from acid_source.writes import stage_write
-from interop.hive_reader import HiveAcidReader, make_valid_txns
+from interop.hive_reader import make_valid_txns
 
 pytestmark = pytest.mark.interop
 
@@ -39,12 +39,6 @@ COLS = [("id", "bigint"), ("v", "string")]  # data columns; the partition value 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string()), ("p", pa.string())])
 BUCKETS = 2
 SUFFIX = re.compile(r"^((?:base|delta|delete_delta)_\d+(?:_\d+)*)_v\d+$")
-
-
-@pytest.fixture(scope="module")
-def hive():
-    with HiveAcidReader() as reader:
-        yield reader
 
 
 class History:

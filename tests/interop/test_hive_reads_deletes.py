@@ -17,19 +17,12 @@ from core_read import read_rows
 from hivegen import INSERT, Event, HiveTable, bucket_property, delta_name
 
 from acid_source.orc.writer import DeleteFileWriter, InsertFileWriter
-from interop.hive_reader import HiveAcidReader
 
 pytestmark = pytest.mark.interop
 
 COLS = [("id", "bigint"), ("name", "string")]
 ROW_SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])
 B0, B1 = bucket_property(0), bucket_property(1)
-
-
-@pytest.fixture(scope="module")
-def hive():
-    with HiveAcidReader() as reader:
-        yield reader
 
 
 def acid_dir(root: Path, name: str) -> Path:

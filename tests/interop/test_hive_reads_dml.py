@@ -19,18 +19,11 @@ from core_read import read_rows
 
 from acid_source import create_table
 from acid_source.table import AcidTable
-from interop.hive_reader import HiveAcidReader
 
 pytestmark = pytest.mark.interop
 
 COLS = [("id", "bigint"), ("tag", "string")]  # the data columns; partition values are directory names
 ENGINES = ("python", "spark")
-
-
-@pytest.fixture(scope="module")
-def hive():
-    with HiveAcidReader() as reader:
-        yield reader
 
 
 def handle(request, engine: str, path: str) -> AcidTable:

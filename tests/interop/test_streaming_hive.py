@@ -13,19 +13,13 @@ import pytest
 from acid_source import create_table
 from acid_source.metastore import Metastore
 from acid_source.table import AcidTable
-from interop.hive_reader import HiveAcidReader, make_valid_txns
+from interop.hive_reader import make_valid_txns
 
 pytestmark = pytest.mark.interop
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])
 COLS = [("id", "bigint"), ("name", "string")]
 B0 = 536870912  # bucket 0, statement 0, V1
-
-
-@pytest.fixture(scope="module")
-def hive23():
-    with HiveAcidReader() as reader:
-        yield reader
 
 
 def rows(ids):

@@ -497,28 +497,28 @@ def test_hive_reads_the_open_batch_in_place_at_every_commit(hive4, tmp_path):  #
 
 
 @pytest.mark.interop
-def test_hive_2_3_reads_the_open_batch_in_place_at_every_commit(tmp_path):
+def test_hive_2_3_reads_the_open_batch_in_place_at_every_commit(tmp_path, hive23):
     """Hive 2.3's reader too (pyspark's Hive jars; write ids are its transaction ids), through
     OrcRawRecordMerger (ACID v1 mode, the only one that honours side files: 2.3's split-update
     split generation takes ``bucket_00001_flush_length`` for a bucket file and fails on its name,
     as it would on Hive's own streaming deltas)."""
-    from interop.hive_reader import HiveAcidReader, make_valid_txns
+    from interop.hive_reader import make_valid_txns
 
     table = tmp_path / "t"
     delta = table / "delta_0000001_0000006"
     delta.mkdir(parents=True)
     reads = []
-    with HiveAcidReader() as hive:
-        def read(length, committed, aborted):
-            high = max((w for w, _, _ in committed), default=0)
-            open_ = [w for w in range(1, 7) if w > high and w not in aborted]
-            got = hive.read(str(table), HIVE_COLUMNS[:3], make_valid_txns(6, open=open_, aborted=aborted),
-                            with_row_id=True, bucket_count=2,
-                            conf={"hive.txn.operational.properties": "0", "transactional_properties": ""})
-            want = expected_rows([v for _, _, v in committed])
-            assert got == list(zip([(w, BUCKET, r) for w, r, _ in committed], want.column("i").to_pylist(),
-                                   want.column("b").to_pylist(), want.column("s").to_pylist()))
-            reads.append(len(got))
 
-        history(delta, "snappy", stripe_size=8 * 1024, after_commit=read, shrink=4)
+    def read(length, committed, aborted):
+        high = max((w for w, _, _ in committed), default=0)
+        open_ = [w for w in range(1, 7) if w > high and w not in aborted]
+        got = hive23.read(str(table), HIVE_COLUMNS[:3], make_valid_txns(6, open=open_, aborted=aborted),
+                          with_row_id=True, bucket_count=2,
+                          conf={"hive.txn.operational.properties": "0", "transactional_properties": ""})
+        want = expected_rows([v for _, _, v in committed])
+        assert got == list(zip([(w, BUCKET, r) for w, r, _ in committed], want.column("i").to_pylist(),
+                               want.column("b").to_pylist(), want.column("s").to_pylist()))
+        reads.append(len(got))
+
+    history(delta, "snappy", stripe_size=8 * 1024, after_commit=read, shrink=4)
     assert len(reads) == 9 and reads[-1] > 2000
