@@ -254,7 +254,7 @@ def test_adopt_checks_the_layout(tmp_path, sqlite_url):
     drop_table(path, metastoreUrl=sqlite_url)
     with pytest.raises(SchemaError, match="partition"):
         create_table(path, PSCHEMA, adopt=True, metastoreUrl=sqlite_url)  # not partitioned by p
-    with pytest.raises(SchemaError, match="insert-only|insert_only"):
+    with pytest.raises(SchemaError, match="insert-only|insertOnly"):
         create_table(path, PSCHEMA, partitionColumns=["p"], insertOnly=True, adopt=True, metastoreUrl=sqlite_url)
     assert Metastore(sqlite_url).find_table(path) is None
     create_table(path, PSCHEMA, partitionColumns=["p"], adopt=True, metastoreUrl=sqlite_url)
