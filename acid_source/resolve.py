@@ -131,9 +131,9 @@ def _resolve_unregistered(store, location: str, storage_options: tuple, snapshot
         if value is not None:
             where = store.url if store is not None else "the default transaction store (it does not exist yet)"
             raise InvalidArgumentError(option, f"time travel needs the table's commit history, and {location} "
-                                             f"is not registered in {where}; a table the store does not "
-                                             "know is read with every write id on disk counted as "
-                                             "committed (pass validWriteIds to choose a snapshot)")
+                                               f"is not registered in {where}; a table the store does not "
+                                               "know is read with every write id on disk counted as "
+                                               "committed (pass validWriteIds to choose a snapshot)")
     write_ids = snapshot.write_ids or ValidWriteIdList.all_valid()
     txns = snapshot.txns or ValidTxnList()
     storage = Storage(location, storage_options)

@@ -175,8 +175,8 @@ def _check_create_options(table: TableInfo, options: WriteSpec) -> None:
         ok, actual = checks[option]
         if not ok:
             raise InvalidArgumentError(option, f"the table at {table.location} already exists with {option} {actual}; "
-                                             "this option only applies when a write creates the table (drop the "
-                                             "option, or drop the table first with acid_source.drop_table)")
+                                               "this option only applies when a write creates the table (drop the "
+                                               "option, or drop the table first with acid_source.drop_table)")
 
 
 def _codec(name: str) -> str:

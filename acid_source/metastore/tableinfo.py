@@ -174,7 +174,7 @@ def table_properties(insert_only: bool, compression: str, bucketing_version: int
         reserved = key.lower()
         if reserved in props and props[reserved].lower() != value.lower():
             raise InvalidArgumentError("properties", f"{key!r}={value!r} contradicts the table layout "
-                                     f"({reserved}={props[reserved]!r})")
+                                       f"({reserved}={props[reserved]!r})")
         if reserved not in props:
             props[key] = value
     return props

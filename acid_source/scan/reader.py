@@ -86,7 +86,7 @@ class SplitReader:
         except _LIBRARY_ERRORS as exc:
             where = self.ctx.storage.display(path)
             raise InvalidArgumentError("rowFilter", f"cannot be evaluated on the rows of {where}: "
-                                                  f"{evaluation_error(exc)}") from exc
+                                                    f"{evaluation_error(exc)}") from exc
 
     # --- output shaping ------------------------------------------------------------------------
     def _shape(self, visible: VisibleRows) -> pa.RecordBatch:

@@ -88,7 +88,7 @@ def static_partition_values(pairs, partition_columns: list[str]) -> dict[str, st
     for name, value in pairs:
         if name.lower() not in wanted:
             raise InvalidArgumentError("partition", f"{name!r} is not a partition column of the table "
-                                                  f"(partition columns: {', '.join(partition_columns) or 'none'})")
+                                                    f"(partition columns: {', '.join(partition_columns) or 'none'})")
         if value in (".", ".."):  # (other values are escaped into one directory name)
             raise InvalidArgumentError("partition", f"value {value!r} of {name!r} would leave the table directory")
         if wanted[name.lower()] in values:

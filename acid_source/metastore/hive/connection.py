@@ -63,14 +63,14 @@ class MetastoreAddress:
         for key, value in parse_qsl(query, keep_blank_values=True):
             if key not in _SETTINGS:
                 raise InvalidArgumentError("metastoreUrl", f"{url!r}: unknown setting {key!r} "
-                                                         f"(known: {', '.join(_SETTINGS)})")
+                                                           f"(known: {', '.join(_SETTINGS)})")
             try:
                 seconds = float(value)
             except ValueError:
                 seconds = -1.0
             if not 0 < seconds < float("inf"):
                 raise InvalidArgumentError("metastoreUrl", f"{url!r}: {key} must be a positive number of "
-                                                         f"seconds, got {value!r}")
+                                                           f"seconds, got {value!r}")
             settings[_SETTINGS[key]] = seconds
         return cls(tuple(uris), **settings)
 
