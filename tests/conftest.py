@@ -14,6 +14,8 @@ TESTS = Path(__file__).parent
 if str(TESTS) not in sys.path:
     sys.path.insert(0, str(TESTS))  # for `from hivegen import ...`
 
+from servers import scheduling  # noqa: E402
+
 # Never touch the user's ~/.acidorc: one throw-away metastore for the whole test run, set
 # before Spark starts so that its Python workers inherit it.
 # Driver-side heartbeats every second (30 s in production), so that a test can watch a Spark
@@ -73,6 +75,14 @@ LONGEST_FIRST = (
 )
 
 
+def pytest_configure(config):
+    scheduling.configure(config)  # the whole suite's files go where their servers run (tests/servers/)
+
+
+def pytest_unconfigure(config):
+    scheduling.unconfigure(config)
+
+
 def pytest_collection_modifyitems(config, items):
     rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
     files = {item.nodeid.split("::")[0].removeprefix("tests/") for item in items}
@@ -80,6 +90,7 @@ def pytest_collection_modifyitems(config, items):
         warnings.warn(pytest.PytestWarning(f"tests/conftest.py LONGEST_FIRST names files that are not collected: "
                                            f"{sorted(set(rank) - files)}"))
     items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0].removeprefix("tests/"), len(rank)))
+    scheduling.report_collection(config, items)
 
 
 @pytest.fixture(scope="session")
