@@ -16,7 +16,9 @@ import multiprocessing as mp
 
 PRELOAD = ["rw_workers", "stress_workers", "crash_ops", "writers", "stale_workers", "conflict_workers",
            "compaction_workers", "stream_producers", "acid_source.table", "acid_source.writes",
-           "acid_source.dml.arrow_changes", "acid_source.maintenance.compactor", "acid_source.maintenance.cleaner"]
+           "acid_source.dml.arrow_changes", "acid_source.maintenance.compactor", "acid_source.maintenance.cleaner",
+           # the clients of the S3 and PostgreSQL suites (imported on first use otherwise, in every child)
+           "s3fs", "psycopg"]
 
 
 def forkserver():
