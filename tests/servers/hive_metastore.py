@@ -35,6 +35,7 @@ from xml.sax.saxutils import escape
 
 import pytest
 
+from .jvm import QUICK_JVM_FLAGS
 from .ports import _tail, free_ports, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -49,8 +50,8 @@ SCHEMA_TOOL_CLASS = "org.apache.hadoop.hive.metastore.tools.schematool.Metastore
 #: jars, whose ClassNotFoundException stops all of them, and the cleaners would drop aborted and
 #: committed transactions behind a test's back.
 HOUSEKEEPING_TASKS = ("org.apache.hadoop.hive.metastore.txn.service.AcidHouseKeeperService",)
-# Short-lived JVMs: C1 only, one GC thread pool (2 shared cores)
-JVM_FLAGS = ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xss2m"]
+# C1 only, the serial GC (tests/servers/jvm.py)
+JVM_FLAGS = [*QUICK_JVM_FLAGS, "-Xss2m"]
 
 LOG4J2 = """\
 status = WARN

@@ -1,5 +1,5 @@
-"""JIT and GC flags for every JVM the tests start (Spark drivers, executors and cluster
-daemons, the Hive metastore).
+"""JIT and GC flags for the JVMs the tests start (Spark drivers, executors and cluster
+daemons, the Hive metastore; tests/interop's py4j JVMs set the same two flags themselves).
 
 The tests' JVMs live for seconds to minutes and handle little data, on a 2-core machine that
 two pytest workers share: C2's compiler threads and G1's parallel GC threads then take CPU
