@@ -43,35 +43,35 @@ _create_store(os.environ["ACIDORC_METASTORE_URL"])
 #: a file per worker (pytest-xdist --dist loadfile, files handed out in collection order:
 #: scripts/run-tests passes --no-loadscope-reorder), and one of these started last would keep a
 #: worker busy while the other idles. The rest keep their order; short files fill the end.
-#: By a whole run's per-file times, about 60 s (the cluster) down to 15 s; to refresh them:
+#: By per-file times of two-worker runs (about 60 s for the cluster down to 15 s); to refresh:
 #: ``awk '/^[0-9.]+s (call|setup|teardown) /{t=$1; sub("s","",t); split($3,a,"::"); f[a[1]]+=t}
 #: END{for(k in f) print f[k], k}' <log of --durations=0> | sort -rn | head -25``
 LONGEST_FIRST = (
     "cluster/test_cluster.py",
     "spark/test_stream_source.py",
     "dml/test_conflicts.py",
-    "spark/test_merge.py",
     "spark/test_stream_sink_kills.py",
-    "metastore/test_hive_store.py",
-    "metastore/test_store_contract.py",
+    "spark/test_merge.py",
     "dml/test_dml_properties.py",
-    "concurrency/test_stress.py",
     "spark/test_stream_sink.py",
-    "metastore/test_metastore.py",
+    "concurrency/test_stress.py",
     "spark/test_native_read.py",
-    "objectstore/test_stale_listing.py",
+    "metastore/test_hive_store.py",
     "interop/test_hive4_through_hms.py",
-    "maintenance/test_compaction_histories.py",
+    "metastore/test_store_contract.py",
+    "interop/test_streaming_hms.py",
+    "metastore/test_metastore.py",
+    "spark/test_datasource.py",
+    "objectstore/test_stale_listing.py",
+    "test_examples.py",
+    "spark/test_datasource_write.py",
+    "orc/test_growing.py",
     "spark/test_change_feed.py",
     "concurrency/test_readers_writers.py",
-    "interop/test_streaming_hms.py",
-    "write/test_killed_spark_driver.py",
-    "metastore/test_sink_batches.py",
-    "test_examples.py",
+    "maintenance/test_compaction.py",
+    "spark/test_read_leases.py",
     "interop/test_hive_interop.py",
-    "spark/test_sql_entry.py",
-    "spark/test_datasource.py",
-    "orc/test_growing.py",
+    "write/test_killed_spark_driver.py",
 )
 
 
