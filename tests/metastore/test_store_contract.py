@@ -297,11 +297,14 @@ def test_list_tables_shows_the_registered_tables_and_new_tables_go_where_asked(s
 
 
 # --- transactions -------------------------------------------------------------------------------
-def test_txn_info_follows_the_state_and_unknown_transactions_are_refused(store, new_table):
+def test_txn_info_follows_the_state_and_unknown_transactions_are_refused(store, store_kind, new_table):
     table = new_table()
     t = store.open_transaction(user="contract-user", description="contract txn")
     info = store.txn_info(t)
-    assert (info["txn_id"], info["state"], info["user_name"]) == (t, "open", "contract-user")
+    assert (info["txn_id"], info["state"]) == (t, "open")
+    # the HMS cannot always list who opened it (HiveMetastore.txn_state); when it does, it is right
+    if store_kind != "hive" or "user_name" in info:
+        assert info["user_name"] == "contract-user"
     store.allocate_write_id(t, table.table_id)
     store.commit(t, touched={table.table_id: ["ds=1"]})
     assert (store.txn_info(t)["state"], store.txn_state(t)) == ("committed", "committed")

@@ -18,6 +18,7 @@ from ...errors import (
     ConflictError,
     LockTimeoutError,
     MetastoreError,
+    MetastoreUnreachableError,
     StoreBehindStorageError,
     TransactionStateError,
     UnsupportedOperationError,
@@ -27,7 +28,7 @@ from ..arguments import batch_size
 from ..constants import ABORTED, COMMITTED, COMPACTION, DELETE, INSERT, INSERT_OVERWRITE, MERGE, OPEN, UPDATE
 from ..tableinfo import TableInfo
 from .base import InternalCallError
-from .convert import hms_location, split_name
+from .convert import hms_location, split_name, valid_txns
 from .sinks import SinksMixin
 from .snapshots import SnapshotsMixin
 
@@ -334,30 +335,42 @@ class TransactionsMixin(SnapshotsMixin, SinksMixin):
                                             txn_id=int(txn_id), state=COMMITTED) from None
 
     def txn_state(self, txn_id: int) -> str:
-        """``"open"``, ``"committed"`` or ``"aborted"`` as the HMS knows it: listed open or
-        aborted in ``get_open_txns_info``, else committed when at or below the high-water mark.
-        (Hive forgets an aborted transaction once its files are cleaned; it then reads as
-        committed here, which is harmless: nothing of it is left to show.)"""
-        response = self._call("get_open_txns_info")
-        for info in response.open_txns or ():
-            if int(info.id) == int(txn_id):
-                return OPEN if info.state == 3 else ABORTED  # TxnState: ABORTED=2 COMMITTED=1 OPEN=3
-        if int(txn_id) <= int(response.txn_high_water_mark):
-            return COMMITTED
+        """``"open"``, ``"committed"`` or ``"aborted"`` as the HMS knows it: open or aborted in
+        ``get_open_txns`` (Hive's ValidTxnList), else committed when at or below the high-water
+        mark. (Hive forgets an aborted transaction once its files are cleaned; it then reads as
+        committed here, which is harmless: nothing of it is left to show.) Not from
+        ``get_open_txns_info``: Hive 4 lists each gap of its transaction sequence (an id whose
+        insert rolled back under concurrent ``open_txns``) as an open transaction without a user,
+        which its thrift code then refuses to send: the call fails, dropping the connection, for
+        as long as the gap is recent."""
+        txns = valid_txns(self._call("get_open_txns"))
+        txn_id = int(txn_id)
+        if txns.is_txn_aborted(txn_id):
+            return ABORTED
+        if txn_id <= txns.high_watermark:
+            return COMMITTED if txns.is_txn_valid(txn_id) else OPEN
         raise TransactionStateError(f"the Hive Metastore at {self.url} never opened transaction {txn_id}",
-                                    txn_id=int(txn_id))
+                                    txn_id=txn_id)
 
     def txn_info(self, txn_id: int) -> dict:
-        """What the HMS says of the transaction: for an open or aborted one its user, host,
-        description (agent info) and times, else only its state."""
-        response = self._call("get_open_txns_info")
-        for info in response.open_txns or ():
-            if int(info.id) == int(txn_id):
-                return {"txn_id": int(info.id), "state": OPEN if info.state == 3 else ABORTED,
-                        "user_name": info.user, "host": info.hostname, "description": info.agentInfo,
-                        "last_heartbeat": (info.lastHeartbeatTime or 0) / 1000.0,
-                        "started_at": (info.startedTime or 0) / 1000.0}
-        return {"txn_id": int(txn_id), "state": self.txn_state(txn_id)}
+        """What the HMS says of the transaction: its state, and for an open or aborted one its
+        user, host, description (agent info) and times when ``get_open_txns_info`` can be had
+        (Hive 4 cannot send it while its transaction sequence has a recent gap: see
+        :meth:`txn_state`)."""
+        state = self.txn_state(txn_id)
+        info: dict = {"txn_id": int(txn_id), "state": state}
+        if state == COMMITTED:
+            return info
+        try:
+            response = self._call("get_open_txns_info")
+        except MetastoreUnreachableError:  # the HMS answered get_open_txns just now
+            return info
+        for listed in response.open_txns or ():
+            if int(listed.id) == int(txn_id):
+                info.update(user_name=listed.user, host=listed.hostname, description=listed.agentInfo,
+                            last_heartbeat=(listed.lastHeartbeatTime or 0) / 1000.0,
+                            started_at=(listed.startedTime or 0) / 1000.0)
+        return info
 
     def abort_expired(self, timeout_seconds: float, *, table_id: int | None = None) -> list[int]:
         """Nothing (no id): the HMS aborts silent transactions itself (its AcidHouseKeeperService,
