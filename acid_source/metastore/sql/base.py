@@ -41,18 +41,18 @@ _BACKOFF_START = 0.02
 _BACKOFF_MAX = 1.0
 _IN_CHUNK = 500  # bound the number of bind parameters per statement
 
-# Engines of server databases, shared by every store object of this process with the same URL:
-# each AcidTable, read and write makes its own Metastore, and a new engine means a new
-# connection (TCP, authentication, the dialect's first-connect queries). (Each object still
-# checks the schema once.)
-_SHARED: dict[tuple[str, float], sa.Engine] = {}
+# Engines shared by every store object of this process on one database (StoreBase._sharing_key):
+# each AcidTable, read and write makes its own Metastore, and a new engine means new connections
+# (on a server: TCP, authentication, the dialect's first-connect queries) and every statement
+# compiled again. (Each object still checks the schema once.)
+_SHARED: dict[tuple, sa.Engine] = {}
 _SHARED_PID: list[int] = [os.getpid()]
 _SHARED_LOCK = threading.Lock()
 
 
-def _shared_engine(key: tuple[str, float], make: Callable[[], sa.Engine]) -> sa.Engine:
-    """The process's engine for ``key`` (URL with password, busy timeout), made by ``make`` on
-    first use. A forked child drops its parent's engines
+def _shared_engine(key: tuple, make: Callable[[], sa.Engine]) -> sa.Engine:
+    """The process's engine for ``key`` (URL with password, busy timeout; a SQLite file's
+    identity), made by ``make`` on first use. A forked child drops its parent's engines
     without closing their connections, which belong to the parent."""
     with _SHARED_LOCK:
         if _SHARED_PID[0] != os.getpid():
@@ -191,14 +191,9 @@ class StoreBase:
             if self._engine is None:
                 if not self.create:
                     self._require_existing_file()
-                shared = not is_sqlite(self._url)
-                if shared:
-                    key = (self._url.render_as_string(hide_password=False), self.busy_timeout)
-                    engine = _shared_engine(key, self._new_engine)
-                else:
-                    # a SQLite engine is cheap, and its own: a store file removed and created
-                    # again must not be written through connections to the old one
-                    engine = self._new_engine()
+                key = self._sharing_key()
+                shared = key is not None
+                engine = _shared_engine(key, self._new_engine) if key is not None else self._new_engine()
                 try:  # every store object checks the schema: another process may have changed it
                     if not self._run_on(engine, self._schema_is_current, write=False,
                                         what="read the metastore schema"):
@@ -212,6 +207,25 @@ class StoreBase:
                     raise
                 self._engine, self._engine_pid = engine, pid
             return self._engine
+
+    def _sharing_key(self) -> tuple | None:
+        """The key under which this process shares one engine (its pool and its cache of
+        compiled statements) among the store objects of one database: each AcidTable, read and
+        write makes its own store object. A SQLite file is shared as the file it is now (device
+        and inode): a store file removed and created again is another database, never written
+        through connections to the old one (an open connection keeps the old inode taken). None
+        (an engine of its own): an in-memory database, or a file not created yet."""
+        url = self._url.render_as_string(hide_password=False)
+        if not is_sqlite(self._url):
+            return (url, self.busy_timeout)
+        path = sqlite_file(self._url)
+        if path is None:
+            return None
+        try:
+            stat = os.stat(path)
+        except OSError:
+            return None
+        return (url, self.busy_timeout, stat.st_dev, stat.st_ino)
 
     def _create_schema_once(self, engine: sa.Engine) -> None:
         """Create the store's tables. On a server database another process may create them at
