@@ -83,6 +83,9 @@ def make_scheduler(config: pytest.Config, log):
         return None
     from xdist.scheduler import LoadFileScheduling
 
+    if not callable(getattr(LoadFileScheduling, "_assign_work_unit", None)):
+        return None  # xdist's internals moved (they are private): its own scheduling, unchanged
+
     class ResourceAwareScheduling(LoadFileScheduling):
         """LoadFileScheduling that picks, of the files left, the first whose resources this
         node has or the other nodes have not started (else the first)."""
