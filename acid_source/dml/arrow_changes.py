@@ -5,6 +5,7 @@ the Spark path (acid_source.spark.dml) produces the same change rows with Spark.
 
 from __future__ import annotations
 
+import decimal
 from typing import Mapping
 
 import numpy as np
@@ -13,12 +14,13 @@ import pyarrow.dataset as ds
 
 from ..errors import InvalidArgumentError, SchemaError
 from ..expressions import parse_condition, parse_value_expression
+from ..expressions.sqltypes import describe
 from ..scan.planner import TableScan
 from ..scan.reader import evaluation_error, read_split
 from ..scan.resolved import ResolvedTable
 from ..scan.splits import ROW_ID_COLUMN as READ_ROW_ID
 from ..write.task import TaskResult
-from .assignments import storable, target_assignments
+from .assignments import does_not_fit_error, storable, target_assignments
 from .events import (
     DELETE,
     OP_COLUMN,
@@ -49,7 +51,8 @@ def arrow_changes(resolved: ResolvedTable, plan: ChangePlan, *, condition: str |
             if not isinstance(text, str):
                 raise InvalidArgumentError(f"set[{column}]", "without Spark a value is a SQL string, "
                                            f"not {type(text).__name__}")
-            values[column] = parse_value_expression(text, schema, argument=f"set[{column}]")
+            values[column] = parse_value_expression(text, schema, argument=f"set[{column}]",
+                                                    store_in=schema.field(column))
             _check_castable(values[column].type, schema.field(column), f"set[{column}]")
     if assignments is None:  # DELETE reads only what it needs: ROW__ID, partitions, the condition's columns
         needed = set(resolved.partition_columns) | (set(cond.columns) if cond else set())
@@ -135,6 +138,8 @@ def _updated(rows: pa.RecordBatch, values: dict, schema: pa.Schema) -> pa.Record
             except _EVALUATION_ERRORS as own:
                 failing, error = name, own
                 break
+        if _STORE_OVERFLOW in evaluation_error(error):
+            raise _does_not_fit(rows, values[failing].text, schema, schema.field(failing)) from None
         raise InvalidArgumentError(f"set[{failing}]", f"cannot be evaluated on the rows it updates: "
                                                       f"{evaluation_error(error)}") from None
     arrays = []
@@ -148,6 +153,35 @@ def _updated(rows: pa.RecordBatch, values: dict, schema: pa.Schema) -> pa.Record
                                   column=f.name) from None
         arrays.append(arr)
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+_STORE_OVERFLOW = "[CAST_OVERFLOW_IN_TABLE_INSERT]"
+
+
+def _does_not_fit(rows: pa.RecordBatch, text: str, schema: pa.Schema, column: pa.Field) -> SchemaError:
+    """The error of a SET value out of its column's range, naming the first such value as the
+    Spark path does (found again here, on the failing batch only)."""
+    raw = parse_value_expression(text, schema, argument=f"set[{column.name}]")
+    computed = ds.dataset(pa.Table.from_batches([rows])).to_table(columns={"v": raw.expression}).column("v")
+    target = column.type
+    shown = next((str(v) for v in computed.to_pylist() if v is not None and not _fits(v, target)), "?")
+    return does_not_fit_error(f"set[{column.name}]", column.name, shown, describe(target),
+                              f"computed by {text}, of type {describe(raw.type)}")
+
+
+def _fits(value, target: pa.DataType) -> bool:
+    """Whether a computed number fits the column's type once stored (rounded half up to a
+    decimal's scale, truncated to an integer), as Spark's store assignment decides."""
+    try:
+        if pa.types.is_decimal(target):
+            exact = decimal.Decimal(str(value)).quantize(decimal.Decimal(1).scaleb(-target.scale),
+                                                         rounding=decimal.ROUND_HALF_UP)
+            return abs(exact) < decimal.Decimal(10) ** (target.precision - target.scale)
+        if pa.types.is_integer(target):
+            pa.scalar(int(value), target)
+        return True
+    except (ArithmeticError, OverflowError, ValueError, pa.ArrowInvalid):
+        return False
 
 
 def _change_batch(rows: pa.RecordBatch, schema: pa.Schema, op: int, *, keep: set[str],

@@ -16,6 +16,7 @@ from sqlglot import exp
 
 from .conversions import cast
 from .dispatch import Handlers, operand, operands
+from .leaves import literal_number
 from .sqltypes import (
     MAX_DECIMAL_PRECISION,
     arithmetic_types,
@@ -25,6 +26,7 @@ from .sqltypes import (
     is_integral,
     is_null,
     is_numeric,
+    literal_decimal,
 )
 from .typed import Typed, after_valid, call, constant, first_problem, fold, problem_if
 
@@ -57,6 +59,7 @@ def _arithmetic(op: str, compiler: Compiler, node, args: list[Typed]) -> Typed:
         left = constant(None, right.type)
     if is_null(right.type):
         right = constant(None, left.type)
+    left, right = _literal_decimal(node.this, left, right), _literal_decimal(node.expression, right, left)
     types = arithmetic_types(op, left.type, right.type)
     if types is None:
         compiler.fail(node, f"{symbol} needs integral numbers, not {describe(left.type)} and {describe(right.type)}")
@@ -69,6 +72,8 @@ def _arithmetic(op: str, compiler: Compiler, node, args: list[Typed]) -> Typed:
                                 "before Spark rounds it, which is not implemented here; CAST an operand to a "
                                 "smaller decimal")
         return fold(_decimal_arithmetic(function, left, right, result_type), [left, right])
+    if op == "divide" and is_decimal(result_type):
+        return fold(_decimal_division(compiler, node, left, right, result_type), [left, right])
     arrow_type = pc.call_function(function, [pa.array([], left_type), pa.array([], right_type)]).type
     # Spark skips the other operand of a NULL one (the divisor is evaluated first)
     divides = op in ("divide", "remainder", "int_divide")
@@ -85,6 +90,49 @@ def _arithmetic(op: str, compiler: Compiler, node, args: list[Typed]) -> Typed:
         result = call("cast", [result], result_type, pc.CastOptions.safe(result_type))
     result = replace(result, problem=first_problem([operands_problem, problem]))
     return fold(result, [left, right])
+
+
+def _literal_decimal(node, item: Typed, other: Typed) -> Typed:
+    """An integer literal beside a decimal, as Spark types it: a decimal of just its digits
+    (:func:`.sqltypes.literal_decimal`; ``-3``, ``3S`` and ``300L`` are such literals, ``3Y``
+    gets tinyint's decimal(3,0), ``(1 + 2)`` and ``CAST(3 AS INT)`` int's decimal(10,0))."""
+    while isinstance(node, exp.Paren):
+        node = node.this
+    if not (literal_number(node) is not None and is_decimal(other.type) and item.is_constant
+            and item.value is not None and item.type in (pa.int16(), pa.int32(), pa.int64())):
+        return item
+    return constant(decimal.Decimal(item.value), literal_decimal(item.value))
+
+
+def _decimal_division(compiler: Compiler, node, left: Typed, right: Typed, result_type: pa.DataType) -> Typed:
+    """``/`` on decimals as Spark divides them: the exact quotient rounded half up to the
+    result's scale, NULL and DIVIDE_BY_ZERO where the divisor is 0, NUMERIC_VALUE_OUT_OF_RANGE
+    where it does not fit. Arrow's quotient truncates at its own scale, so the dividend gets
+    scale enough for one digit more than the result keeps: that digit decides the rounding."""
+    operands_problem = after_valid(right, left)
+    left, right = replace(left, problem=None), replace(right, problem=None)
+    (p1, s1), (p2, s2) = (left.type.precision, left.type.scale), (right.type.precision, right.type.scale)
+    extra = max(0, result_type.scale + 1 - (s1 + p2 - s2 + 1))  # Arrow's scale: max(4, s1 + p2 - s2 + 1)
+    wide_left, wide_right = pa.decimal256(p1 + extra, s1 + extra), pa.decimal256(p2, s2)
+    try:
+        quotient_type = pc.call_function("divide", [pa.array([], wide_left), pa.array([], wide_right)]).type
+        # one integer digit more: rounding may carry into it (Spark's result then does not fit)
+        carried = pa.decimal256(quotient_type.precision + 1, quotient_type.scale)
+    except (pa.ArrowInvalid, ValueError):
+        compiler.fail(node, f"/ of {describe(left.type)} by {describe(right.type)} needs more than 76 digits before "
+                            "Spark rounds it, which is not implemented here; CAST an operand to a smaller decimal")
+    dividend = call("cast", [left], wide_left, pc.CastOptions.safe(wide_left))
+    divisor = call("cast", [right], wide_right, pc.CastOptions.safe(wide_right))
+    zero = call("equal", [divisor, constant(decimal.Decimal(0), wide_right)], pa.bool_())
+    one = constant(decimal.Decimal(1).scaleb(-s2), wide_right)  # any divisor the type holds
+    quotient = call("divide", [dividend, call("if_else", [zero, one, divisor], wide_right)], quotient_type)
+    quotient = call("cast", [quotient], carried, pc.CastOptions.safe(carried))
+    rounded = call("round", [quotient], carried, pc.RoundOptions(result_type.scale, "half_towards_infinity"))
+    result, out_of_range = _fitted(rounded, result_type)
+    result = call("if_else", [zero, constant(None, result_type), result], result_type)
+    by_zero = problem_if(call("and", [zero, call("is_valid", [left], pa.bool_())], pa.bool_()).expression,
+                         _DIVIDE_BY_ZERO)
+    return replace(result, problem=first_problem([operands_problem, by_zero, out_of_range]))
 
 
 def _division(op: str, left: Typed, right: Typed, arrow_type: pa.DataType) -> tuple[Typed, pc.Expression | None]:
@@ -190,14 +238,22 @@ def _decimal_arithmetic(function: str, left: Typed, right: Typed, result_type: p
     exact = call(function, wide, exact_type)
     if exact_type.scale > result_type.scale:
         exact = call("round", [exact], exact_type, pc.RoundOptions(result_type.scale, "half_towards_infinity"))
-    limit = constant(decimal.Decimal(10) ** (result_type.precision - result_type.scale), exact_type)
-    fits = call("less", [call("abs", [exact], exact_type), limit], pa.bool_())
-    fitted = call("if_else", [fits, exact, constant(decimal.Decimal(0), exact_type)], exact_type)
+    result, out_of_range = _fitted(exact, result_type)
+    return replace(result, problem=first_problem([problem, out_of_range]))
+
+
+def _fitted(exact: Typed, result_type: pa.DataType) -> tuple[Typed, pc.Expression | None]:
+    """A wide decimal already rounded to ``result_type``'s scale, as ``result_type``, and
+    Spark's NUMERIC_VALUE_OUT_OF_RANGE where it has more integer digits than that type holds."""
+    if exact.type.precision - exact.type.scale <= result_type.precision - result_type.scale:
+        return call("cast", [exact], result_type, pc.CastOptions(result_type, allow_decimal_truncate=True)), None
+    limit = constant(decimal.Decimal(10) ** (result_type.precision - result_type.scale), exact.type)
+    fits = call("less", [call("abs", [exact], exact.type), limit], pa.bool_())
+    fitted = call("if_else", [fits, exact, constant(decimal.Decimal(0), exact.type)], exact.type)
     result = call("cast", [fitted], result_type, pc.CastOptions(result_type, allow_decimal_truncate=True))
     message = (f"[NUMERIC_VALUE_OUT_OF_RANGE] a result does not fit {describe(result_type)} (Spark in ANSI mode; "
-               "try_add / try_multiply are not supported here)")
-    out_of_range = problem_if(call("invert", [fits], pa.bool_()).expression, message)
-    return replace(result, problem=first_problem([problem, out_of_range]))
+               "try_add / try_divide / try_multiply are not supported here)")
+    return result, problem_if(call("invert", [fits], pa.bool_()).expression, message)
 
 
 def _lowest_overflows(result: Typed, value: Typed) -> Typed:

@@ -80,7 +80,9 @@ class Compiler:
 
     # -- the walk -----------------------------------------------------------------------------
 
-    def compile(self, root: exp.Expression) -> Typed:
+    def compile(self, root: exp.Expression, *, store_in: pa.Field | None = None) -> Typed:
+        """The compiled expression; with ``store_in``, as it is stored in that column
+        (:func:`.conversions.store_assigned`)."""
         results: dict[int, Typed] = {}
         # (node, None) until its children are pushed, then (node, (its rule, its children))
         stack: list[tuple[Any, tuple[Rule, list] | None]] = [(root, None)]
@@ -102,7 +104,10 @@ class Compiler:
                 self.fail(node, f"the expression is nested too deeply (more than {MAX_EXPRESSION_DEPTH} "
                                 "operations inside each other)")
             results[id(node)] = typed
-        return raising(results[id(root)])
+        typed = results[id(root)]
+        if store_in is not None:
+            typed = conversions.store_assigned(self, root, typed, store_in.type, store_in.name)
+        return raising(typed)
 
     def _rule(self, node) -> Rule:
         """The rule of the nearest class of ``node`` that has one (remembered for its class);

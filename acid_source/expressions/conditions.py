@@ -75,13 +75,14 @@ class ValueExpression:
     type: pa.DataType
 
 
-def _compile(text: str, schema: pa.Schema, argument: str) -> tuple[Compiler, exp.Expression, Typed]:
+def _compile(text: str, schema: pa.Schema, argument: str,
+             store_in: pa.Field | None = None) -> tuple[Compiler, exp.Expression, Typed]:
     if not isinstance(schema, pa.Schema):
         raise InvalidArgumentError("schema", f"expected a pyarrow.Schema, got {type(schema).__name__}")
     tree = parse_expression(text, argument)
     compiler = Compiler(text, schema, argument)
     try:
-        return compiler, tree, compiler.compile(tree)
+        return compiler, tree, compiler.compile(tree, store_in=store_in)
     except RecursionError:
         raise InvalidArgumentError(argument, "the expression is nested too deeply") from None
 
@@ -101,9 +102,12 @@ def parse_condition(text: str, schema: pa.Schema, *, argument: str = "rowFilter"
     return Condition(text, typed.expression, frozenset(compiler.columns), schema, tree, argument)
 
 
-def parse_value_expression(text: str, schema: pa.Schema, *, argument: str = "expression") -> ValueExpression:
-    """Parse a SQL scalar expression (any type, booleans included) over ``schema``."""
-    compiler, _, typed = _compile(text, schema, argument)
+def parse_value_expression(text: str, schema: pa.Schema, *, argument: str = "expression",
+                           store_in: pa.Field | None = None) -> ValueExpression:
+    """Parse a SQL scalar expression (any type, booleans included) over ``schema``; with
+    ``store_in``, the value as Spark's UPDATE stores it in that column (a number as the
+    column's type: decimals rounded half up to its scale, out of range an error)."""
+    compiler, _, typed = _compile(text, schema, argument, store_in)
     return ValueExpression(text, typed.expression, frozenset(compiler.columns), typed.type)
 
 

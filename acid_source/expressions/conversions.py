@@ -5,6 +5,7 @@ zero, failing as Spark's ANSI mode does where a value does not fit)."""
 
 from __future__ import annotations
 
+import decimal
 import math
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -16,6 +17,7 @@ from sqlglot import exp
 from .dispatch import Handlers
 from .sqltypes import (
     arrow_type_of,
+    as_decimal,
     common_type,
     describe,
     integer_range,
@@ -179,6 +181,9 @@ def cast(compiler: Compiler, node, item: Typed, target: pa.DataType, explicit: b
         # 404.46000000000004); through text it is, like Java's BigDecimal.doubleValue
         text = call("cast", [item], pa.string(), pc.CastOptions.safe(pa.string()))
         return call("cast", [text], target, pc.CastOptions.safe(target))
+    if explicit and is_decimal(target) and (is_decimal(source) or is_integral(source)):
+        return to_decimal(item, target, f"[NUMERIC_VALUE_OUT_OF_RANGE] a {describe(source)} value does not fit "
+                                        f"{describe(target)} (Spark in ANSI mode; try_cast is not supported here)")
     options = pc.CastOptions.safe(target)
     if is_integral(source) and is_floating(target):  # rounds beyond 2**53, as Spark does
         options = pc.CastOptions(target, allow_float_truncate=True)
@@ -197,6 +202,42 @@ def cast(compiler: Compiler, node, item: Typed, target: pa.DataType, explicit: b
         if is_date(target) or is_timestamp(target):
             options = pc.CastOptions(target, allow_time_truncate=True)
     return call("cast", [item], target, options)
+
+
+def to_decimal(item: Typed, target: pa.DataType, message: str) -> Typed:
+    """A decimal or integer as decimal ``target``, as Spark changes a decimal's precision:
+    rounded half up to the target's scale, and ``message`` as the problem of the rows whose
+    value then has more integer digits than ``target`` holds (computed there as 0, so that the
+    cast never fails on a row Spark does not evaluate)."""
+    source = as_decimal(item.type)
+    rounds = source.scale > target.scale
+    wide = pa.decimal256(min(76, source.precision + 1), source.scale)  # rounding may carry a digit
+    value = call("cast", [item], wide, pc.CastOptions.safe(wide))
+    if rounds:
+        value = call("round", [value], wide, pc.RoundOptions(target.scale, "half_towards_infinity"))
+    problem = None
+    if source.precision - source.scale + int(rounds) > target.precision - target.scale:
+        limit = constant(decimal.Decimal(10) ** (target.precision - target.scale), wide)
+        fits = call("less", [call("abs", [value], wide), limit], pa.bool_())
+        value = call("if_else", [fits, value, constant(decimal.Decimal(0), wide)], wide)
+        problem = problem_if(call("invert", [fits], pa.bool_()).expression, message)
+    result = call("cast", [value], target, pc.CastOptions(target, allow_decimal_truncate=True))
+    return replace(result, problem=first_problem([item.problem, problem]))
+
+
+def store_assigned(compiler: Compiler, node, item: Typed, target: pa.DataType, column: str) -> Typed:
+    """A value to be stored in ``column`` of type ``target``, as Spark's INSERT and UPDATE store
+    it (spark.sql.storeAssignmentPolicy=ANSI, the default): a number becomes the column's
+    number type as CAST does it (a decimal rounded half up to the column's scale, a fraction
+    truncated to an integer), and a value out of the column's range fails. Other kinds are
+    left to the caller's storage check."""
+    source = item.type
+    if source == target or not (is_numeric(source) and is_numeric(target)):
+        return item
+    if is_decimal(target) and (is_decimal(source) or is_integral(source)):
+        return to_decimal(item, target, f"[CAST_OVERFLOW_IN_TABLE_INSERT] a {describe(source)} value does not fit "
+                                        f"the {describe(target)} column {column} (Spark in ANSI mode)")
+    return cast(compiler, node, item, target, explicit=True)
 
 
 def _cast_overflow(item: Typed, target: pa.DataType) -> Typed:

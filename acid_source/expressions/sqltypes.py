@@ -86,6 +86,13 @@ def as_decimal(t: pa.DataType) -> pa.DataType:
     return pa.decimal128(_INTEGER_DIGITS[t.bit_width], 0)
 
 
+def literal_decimal(value: int) -> pa.DataType:
+    """The decimal type Spark gives an integer literal that meets a decimal in arithmetic
+    (``DecimalType.fromLiteral``, spark.sql.legacy.literal.pickMinimumPrecision on by default):
+    just its digits, so ``d / 3`` divides by a decimal(1,0), not a decimal(10,0)."""
+    return pa.decimal128(len(str(abs(int(value)))), 0)
+
+
 def decimal_type(precision: int, scale: int) -> pa.DataType | None:
     if precision > MAX_DECIMAL_PRECISION:
         return None
@@ -162,15 +169,19 @@ ARITHMETIC = ("add", "subtract", "multiply", "divide", "remainder", "int_divide"
 def arithmetic_types(op: str, a: pa.DataType, b: pa.DataType):
     """``(left operand type, right operand type, result type)`` of a numeric operator, or None.
 
-    Like Spark: ``/`` returns double, ``div`` bigint, and decimal results get Spark's precision
-    and scale; beyond 38 digits Spark's adjustment (spark.sql.decimalOperations.allowPrecisionLoss,
-    on by default): precision 38, the scale cut down to keep the integer digits but not below 6.
-    ``/`` on decimals is done in double instead.
+    Like Spark: ``/`` returns double (decimal where an operand is a decimal and neither a
+    float), ``div`` bigint, and decimal results get Spark's precision and scale; beyond 38
+    digits Spark's adjustment (spark.sql.decimalOperations.allowPrecisionLoss, on by default):
+    precision 38, the scale cut down to keep the integer digits but not below 6.
     """
     if not (is_numeric(a) and is_numeric(b)):
         return None
     if op == "divide":
-        return pa.float64(), pa.float64(), pa.float64()
+        if not (is_decimal(a) or is_decimal(b)) or is_floating(a) or is_floating(b):
+            return pa.float64(), pa.float64(), pa.float64()
+        da, db = as_decimal(a), as_decimal(b)
+        scale = max(6, da.scale + db.precision + 1)  # Spark's Divide.resultDecimalType
+        return da, db, _adjusted_decimal(da.precision - da.scale + db.scale + scale, scale)
     if op == "int_divide":
         if not (is_integral(a) and is_integral(b)):
             return None

@@ -216,8 +216,8 @@ def test_condition_records_columns_text_and_pickles():
 @pytest.mark.parametrize("text, data_type, expected", [
     ("id + 1", pa.int32(), [2, 3, 4, 5, None]),
     ("big - id", pa.int64(), [9, 2999999998, None, -9, None]),
-    ("amount * 2", pa.decimal128(21, 2), [Decimal("3.00"), Decimal("21.00"), None, Decimal("-6.50"), Decimal("0.00")]),
-    ("amount + 1", pa.decimal128(13, 2), [Decimal("2.50"), Decimal("11.50"), None, Decimal("-2.25"), Decimal("1.00")]),
+    ("amount * 2", pa.decimal128(12, 2), [Decimal("3.00"), Decimal("21.00"), None, Decimal("-6.50"), Decimal("0.00")]),
+    ("amount + 1", pa.decimal128(11, 2), [Decimal("2.50"), Decimal("11.50"), None, Decimal("-2.25"), Decimal("1.00")]),
     ("amount % 0.7", pa.decimal128(2, 2), [Decimal("0.10"), Decimal("0.00"), None, Decimal("-0.45"), Decimal("0.00")]),
     ("id / 2", pa.float64(), [0.5, 1.0, 1.5, 2.0, None]),
     ("id % 3", pa.int32(), [1, 2, 0, 1, None]),
