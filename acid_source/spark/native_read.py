@@ -22,8 +22,10 @@ reads everything through acidorc's reader.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import pickle
+import threading
 from collections import defaultdict
 from functools import reduce
 from typing import Any, Iterator
@@ -170,15 +172,43 @@ def _load(spark: Any, read_schema: StructType, paths: list[str]) -> DataFrame:
     """Spark's ORC file scan of these files. Given more paths than
     ``spark.sql.sources.parallelPartitionDiscovery.threshold``, Spark would list them in a Spark
     job of one task per path; they are files this process just listed, so the driver looks
-    them up itself."""
-    key = "spark.sql.sources.parallelPartitionDiscovery.threshold"
-    before = spark.conf.get(key)
-    if len(paths) > int(before):
-        spark.conf.set(key, str(len(paths)))
-    try:
+    them up itself (:func:`_driver_listing`)."""
+    with _driver_listing(spark, len(paths)):
         return spark.read.schema(read_schema).format("orc").load(paths)
+
+
+_THRESHOLD = "spark.sql.sources.parallelPartitionDiscovery.threshold"
+_RAISED_LOCK = threading.Lock()
+#: per session (its id) whose threshold native loads have raised: [the value before them, the
+#: value they set, the loads under way]
+_RAISED: dict[int, list] = {}
+
+
+@contextlib.contextmanager
+def _driver_listing(spark: Any, paths: int) -> Iterator[None]:
+    """The session's listing threshold at least ``paths`` while the block runs. Spark reads the
+    setting only from the session (no read option), so it is raised there; loads in other
+    threads share one raise, and the last to finish puts back the value from before the first
+    (unless the user set another meanwhile, which stays). Another thread's own file reads list
+    on the driver meanwhile: the same files, without a Spark job."""
+    with _RAISED_LOCK:
+        state = _RAISED.get(id(spark))
+        if state is None:
+            before = spark.conf.get(_THRESHOLD)
+            state = _RAISED[id(spark)] = [before, before, 0]
+        state[2] += 1
+        if paths > int(state[1]):
+            state[1] = str(paths)
+            spark.conf.set(_THRESHOLD, state[1])
+    try:
+        yield
     finally:
-        spark.conf.set(key, before)
+        with _RAISED_LOCK:
+            state[2] -= 1
+            if state[2] == 0:
+                del _RAISED[id(spark)]
+                if state[1] != state[0] and spark.conf.get(_THRESHOLD) == state[1]:
+                    spark.conf.set(_THRESHOLD, state[0])
 
 
 FILE_COLUMN = "__acidorc_file"

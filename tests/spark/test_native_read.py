@@ -12,6 +12,7 @@ import os
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
 from pathlib import Path
 
@@ -148,6 +149,27 @@ def test_every_type_the_native_route_takes_reads_as_the_python_source_does(spark
     assert rows(filtered) == rows(python_source(spark, typed_table, rowFilter="region IS NULL OR n = 2"))
     chosen = acid_source.read(spark, typed_table, partitionFilter="region = 'eu/west'")
     assert sorted(r.n for r in chosen.select("n").collect()) == [0, 1]
+
+
+def test_native_reads_in_many_threads_leave_the_listing_threshold_as_the_user_set_it(spark, typed_table):
+    """The native route raises spark.sql.sources.parallelPartitionDiscovery.threshold around its
+    ``load`` (past it Spark lists the files in a job of its own): reads in several threads at
+    once each get their rows, and the session keeps the value its user set."""
+    key = "spark.sql.sources.parallelPartitionDiscovery.threshold"
+    before = spark.conf.get(key)
+    spark.conf.set(key, "0")  # every partition's load raises it
+    try:
+        expected = rows(python_source(spark, typed_table))
+
+        def read(_):
+            return [rows(acid_source.read(spark, typed_table)) for _ in range(3)]
+
+        with ThreadPoolExecutor(4) as pool:
+            results = [r for batch in pool.map(read, range(4)) for r in batch]
+        assert all(r == expected for r in results)
+        assert spark.conf.get(key) == "0"
+    finally:
+        spark.conf.set(key, before)
 
 
 def test_many_partitions_share_one_scan_and_take_their_values_from_a_join(spark, typed_table, monkeypatch):
