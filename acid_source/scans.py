@@ -4,6 +4,8 @@ a pyarrow Table, or an Arrow stream other engines (DuckDB, Polars) consume as it
 from __future__ import annotations
 
 import importlib
+import logging
+import weakref
 from typing import Any, Iterable, Iterator
 
 import pyarrow as pa
@@ -15,6 +17,8 @@ from .scan.reader import read_split
 from .scan.resolved import ResolvedTable, SnapshotSpec
 from .scan.splits import ROW_ID_COLUMN
 from .values import DEFAULT_MAX_SPLIT_BYTES, default_read_lease_seconds, parse_size, parse_timestamp, parse_version
+
+log = logging.getLogger(__name__)
 
 
 def scan_arguments(versionAsOf: Any, timestampAsOf: Any, includeRowId: Any,
@@ -40,15 +44,23 @@ def scan_arguments(versionAsOf: Any, timestampAsOf: Any, includeRowId: Any,
 
 class AcidScan:
     """One snapshot of a table, optionally filtered and projected. Iterating it reads the
-    files; memory stays bounded by a stripe (``toBatches``). While an iteration runs it holds
-    a read lease in the transaction store, so the cleaner keeps the files of its snapshot."""
+    files; memory stays bounded by a stripe (``toBatches``). From the moment it takes its
+    snapshot until it is closed (:meth:`close`, or the end of a ``with`` block) or garbage
+    collected, it holds a read lease in the transaction store (registered tables), renewed
+    while batches are read: the cleaner keeps the files of its snapshot, however long the scan
+    waits before it is read.
+
+    >>> with t.scan(rowFilter="id > 10") as scan:                       # doctest: +SKIP
+    ...     first, second = scan.toArrow(), scan.count()  # one snapshot, read twice
+    """
 
     def __init__(self, table: ResolvedTable, rowFilter: str | None, columns: Iterable[str] | None, *,
                  metastoreUrl: str | None = None, includeRowId: bool = False,
-                 maxSplitBytes: int = DEFAULT_MAX_SPLIT_BYTES):
+                 maxSplitBytes: int = DEFAULT_MAX_SPLIT_BYTES, leaseSeconds: float | None = None):
         self._table = table
         self._metastore_url = metastoreUrl
         self._max_split_bytes = maxSplitBytes
+        self._lease_ttl = _lease_seconds(leaseSeconds)
         full = table.schema(includeRowId)
         self._condition = None
         if rowFilter is not None:
@@ -69,18 +81,38 @@ class AcidScan:
         needed |= set(table.partition_columns)
         self._read_schema = pa.schema([f for f in full if f.name in needed])
         self.schema = pa.schema([full.field(c) for c in self._columns])
+        self._lease = self._acquire(self._lease_ttl)
+        # released by close(), or when the scan is collected (a finalizer holds the lease, not the scan)
+        self._release = weakref.finalize(self, _release, self._lease)
+
+    def close(self) -> None:
+        """Release the scan's read lease (the cleaner may then remove files of its snapshot;
+        reading the scan again takes a new lease, for the same snapshot, if they are still there)."""
+        self._release()
+        self._lease = None
+
+    def __enter__(self) -> "AcidScan":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
 
     @property
     def version(self) -> int | None:
         return self._table.version
 
     def toBatches(self, *, leaseSeconds: float | None = None) -> Iterator[pa.RecordBatch]:
-        """The rows, batch by batch. From the first batch asked for until the iterator is
-        exhausted or closed it holds a lease on its snapshot (registered tables), renewed while
-        batches are taken: the cleaner keeps the files it reads. ``leaseSeconds`` (default
-        ``$ACIDORC_READ_LEASE_SECONDS`` or 3600; 0: no lease): how long the lease outlives the
-        last batch taken, e.g. when the consumer stops without closing the iterator."""
-        lease = self._lease(leaseSeconds)
+        """The rows, batch by batch, under the scan's read lease (renewed while batches are
+        taken). ``leaseSeconds`` (a number of seconds; 0: none) gives this iteration a lease of
+        its own besides, from its first batch until it is exhausted or closed, for a reader
+        that must outlive the scan's; a scan that was closed takes one so for each iteration
+        (the scan's default: ``$ACIDORC_READ_LEASE_SECONDS`` or 3600)."""
+        own = None
+        if leaseSeconds is not None:
+            own = self._acquire(_lease_seconds(leaseSeconds))
+        elif self._lease is None:
+            own = self._acquire(self._lease_ttl)
+        leases = [lease for lease in (self._lease, own) if lease is not None]
         try:
             # lists the directories (leased); the reader applies the filter, partitions it
             # rules out are not read at all
@@ -90,23 +122,16 @@ class AcidScan:
             ctx, splits = scan.plan(self._read_schema)
             for split in splits:
                 for batch in read_split(split, ctx):
-                    if lease is not None:
+                    for lease in leases:
                         lease.keep_alive()
                     yield batch.select(self._columns)
         finally:
-            if lease is not None:
-                lease.release()
+            if own is not None:
+                own.release()
 
-    def _lease(self, seconds: float | None):
-        """The read lease of one iteration (acquired now), or None: a table the store does not
-        know (no cleaner runs on it), or ``seconds`` 0."""
-
-        if seconds is None:
-            ttl = default_read_lease_seconds()
-        elif isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 <= seconds < float("inf"):
-            raise InvalidArgumentError("leaseSeconds", f"expected a number of seconds >= 0, got {seconds!r}")
-        else:
-            ttl = float(seconds)
+    def _acquire(self, ttl: float):
+        """A read lease on the scan's snapshot (acquired now), or None: a table the store does
+        not know (no cleaner runs on it), or a ttl of 0."""
         if ttl == 0 or not self._table.registered:
             return None
         from .metastore.leases import ReadLease, default_holder
@@ -150,6 +175,26 @@ class AcidScan:
         (``pip install acidorc[duckdb]``); query it with SQL or relational methods."""
         duckdb = _optional("duckdb", "duckdb")
         return (connection if connection is not None else duckdb).from_arrow(self.toArrow())
+
+
+def _lease_seconds(seconds: Any) -> float:
+    """A ``leaseSeconds`` argument, checked; None is the default."""
+    if seconds is None:
+        return default_read_lease_seconds()
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 <= seconds < float("inf"):
+        raise InvalidArgumentError("leaseSeconds", f"expected a number of seconds >= 0, got {seconds!r}")
+    return float(seconds)
+
+
+def _release(lease) -> None:
+    """A scan's finalizer: release its lease. It may run at interpreter exit, with the store's
+    libraries half torn down: a lease not released expires by itself."""
+    if lease is None:
+        return
+    try:
+        lease.release()
+    except Exception:  # noqa: BLE001 - a finalizer must not raise; the lease expires anyway
+        log.warning("a scan's read lease was not released; it expires by itself", exc_info=True)
 
 
 def _optional(module: str, extra: str) -> Any:

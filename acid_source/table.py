@@ -176,10 +176,12 @@ class AcidTable:
     # --- reading ---------------------------------------------------------------------------
     def scan(self, rowFilter: str | None = None, columns: Iterable[str] | None = None, *,
              versionAsOf: int | None = None, timestampAsOf: Any = None, includeRowId: bool = False,
-             maxSplitBytes: int | str | None = None) -> AcidScan:
+             maxSplitBytes: int | str | None = None, leaseSeconds: float | None = None) -> AcidScan:
         """A scan of the latest snapshot, or of the table as it was right after write id
         ``versionAsOf`` committed, or at ``timestampAsOf`` (datetime, ISO-8601 string — UTC
-        unless it names a zone — or epoch seconds). The snapshot is taken now.
+        unless it names a zone — or epoch seconds). The snapshot is taken now, and a read lease
+        on it held until the scan is closed or collected (``leaseSeconds``: how long it outlives
+        the scan's last read, default ``$ACIDORC_READ_LEASE_SECONDS`` or 3600; 0: no lease).
         ``includeRowId`` adds Hive's ``ROW__ID`` struct column (writeId, bucketId, rowId), as
         the read option does; ``maxSplitBytes`` (bytes, or a size such as ``"128m"``): a bucket
         larger than this is read in several splits, as the read option.
@@ -188,11 +190,12 @@ class AcidTable:
         """
         snapshot, split_bytes = scan_arguments(versionAsOf, timestampAsOf, includeRowId, maxSplitBytes)
         return AcidScan(self._resolve(snapshot), rowFilter, columns, metastoreUrl=self._ref.metastore_url,
-                        includeRowId=includeRowId, maxSplitBytes=split_bytes)
+                        includeRowId=includeRowId, maxSplitBytes=split_bytes, leaseSeconds=leaseSeconds)
 
     def toArrow(self) -> pa.Table:
         """The whole table at its latest snapshot."""
-        return self.scan().toArrow()
+        with self.scan() as scan:
+            return scan.toArrow()
 
     def changes(self, startingVersion: int | None = None, endingVersion: int | None = None, *,
                 startingTimestamp: Any = None, endingTimestamp: Any = None) -> "AcidChanges":

@@ -83,12 +83,14 @@ def test_a_filtered_projected_scan_streams_its_columns_and_holds_its_lease_while
     table_id = store.get_table(path).table_id
     reader = pa.RecordBatchReader.from_stream(scan)
     assert reader.schema.names == ["v", "day"]
-    assert store.live_leases(table_id) == []  # nothing read yet
+    assert len(store.live_leases(table_id)) == 1  # the scan's, from its snapshot on
     first = reader.read_next_batch()
-    assert first.num_rows > 0 and len(store.live_leases(table_id)) == 1  # held while the stream is consumed
+    assert first.num_rows > 0 and len(store.live_leases(table_id)) == 1  # the same, while the stream is consumed
     for _ in reader:
         pass
-    assert store.live_leases(table_id) == []  # released at the end
+    assert len(store.live_leases(table_id)) == 1
+    scan.close()
+    assert store.live_leases(table_id) == []
     assert duckdb.connect().execute("select 1").fetchall() == [(1,)]
     assert scan.toDuckDB(duckdb.connect()).aggregate("count(*)").fetchall() == [(4,)]
 

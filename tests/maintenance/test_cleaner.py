@@ -247,26 +247,35 @@ def test_a_live_lease_keeps_its_snapshot_and_an_iterator_reads_it_to_the_end(tmp
     assert report["numKeptForLeases"] == 2 and report["numLiveLeases"] == 1
     got += [v for b in it for v in b.column("id").to_pylist()]
     assert sorted(got) == [1, 2, 3, 4, 5]  # the snapshot before the delete, to the end
-    assert t.store.live_leases(t.tid) == []  # released when exhausted
+    assert len(t.store.live_leases(t.tid)) == 1  # the scan's, until it is closed
+    scan.close()
+    assert t.store.live_leases(t.tid) == []
     assert names(t.vacuum()) == [delta_name(1, 1), delta_name(2, 2)]
     assert t.read() == [2, 3, 4, 5]
 
 
-def test_closing_an_iterator_early_releases_its_lease(tmp_path):
+def test_a_scans_lease_is_released_when_it_is_closed_or_collected(tmp_path):
     t = Table(tmp_path)
     t.insert({0: [1], 1: [2]})
-    it = AcidTable.load(str(t.root), metastoreUrl=t.url).scan().toBatches()
+    it = AcidTable.load(str(t.root), metastoreUrl=t.url).scan().toBatches()  # only the iterator holds the scan
     next(it)
     assert len(t.store.live_leases(t.tid)) == 1
-    it.close()
+    it.close()  # the scan goes with its iterator
     assert t.store.live_leases(t.tid) == []
+    with AcidTable.load(str(t.root), metastoreUrl=t.url).scan() as scan:
+        assert len(t.store.live_leases(t.tid)) == 1
+        assert sorted(scan.toArrow().column("id").to_pylist()) == [1, 2]
+        assert scan.count() == 2 and len(t.store.live_leases(t.tid)) == 1  # one lease, however often read
+    assert t.store.live_leases(t.tid) == []
+    assert AcidTable.load(str(t.root), metastoreUrl=t.url).scan(leaseSeconds=0).count() == 2
+    assert t.store.live_leases(t.tid) == []  # none taken
 
 
 def test_an_expired_lease_protects_nothing_and_its_reader_gets_a_typed_error(tmp_path):
     t = Table(tmp_path)
     t.insert({0: [1, 2], 1: [3]})
     t.insert({0: [4], 1: [5]})
-    it = AcidTable.load(str(t.root), metastoreUrl=t.url).scan().toBatches(leaseSeconds=60)
+    it = AcidTable.load(str(t.root), metastoreUrl=t.url).scan(leaseSeconds=60).toBatches()
     next(it)  # bucket 0 is being read; bucket 1's files are opened later
     t.major(2)
     later = Metastore(t.url, clock=lambda: time.time() + 120)  # the reader stalled past its lease
@@ -278,14 +287,27 @@ def test_an_expired_lease_protects_nothing_and_its_reader_gets_a_typed_error(tmp
     assert t.read() == [1, 2, 3, 4, 5]  # a new read takes the current snapshot
 
 
-def test_a_scan_made_before_a_vacuum_and_iterated_after_it_gets_a_typed_error(tmp_path):
+def test_a_scan_holds_its_snapshot_from_the_moment_it_is_made(tmp_path):
+    """The lease is taken with the snapshot, not at the first batch: a compaction and a vacuum
+    between ``scan()`` and its first read leave it its files."""
     t = Table(tmp_path)
     t.insert({0: [1]})
-    scan = AcidTable.load(str(t.root), metastoreUrl=t.url).scan()  # snapshot and listing now
-    t.major(1)
+    t.insert({0: [2]})
+    scan = AcidTable.load(str(t.root), metastoreUrl=t.url).scan()  # the snapshot now, nothing read
+    t.delete([1])
+    t.major(3)
+    report = vacuum(str(t.root), metastoreUrl=t.url, retentionSeconds=0)
+    assert report["numKeptForLeases"] == 2
+    assert sorted(scan.toArrow().column("id").to_pylist()) == [1, 2]  # its snapshot, before the delete
+    scan.close()
+    assert names(vacuum(str(t.root), metastoreUrl=t.url, retentionSeconds=0)) == [delta_name(1, 1), delta_name(2, 2)]
+    closed = AcidTable.load(str(t.root), metastoreUrl=t.url).scan()
+    closed.close()  # no lease: what a vacuum removes meanwhile is a typed error, never fewer rows
+    t.insert({0: [5]})  # write id 4
+    t.major(4)
     vacuum(str(t.root), metastoreUrl=t.url, retentionSeconds=0)
-    with pytest.raises(SnapshotFilesRemovedError, match=delta_name(1, 1)):
-        scan.toArrow()
+    with pytest.raises(SnapshotFilesRemovedError, match=base_name(3)):
+        closed.toArrow()
 
 
 def _hold_a_scan(root: str, url: str, to_parent, from_parent) -> None:
