@@ -48,6 +48,7 @@ PAUSE_STEPS = (
     "dml.row_conflicts.before_store",  # a row-level DML checked its rows; its store commit comes next
     "vacuum.objectstore.marked",  # the cleaner wrote the removal marker into a directory of an object store
     "vacuum.objectstore.emptied",  # ... and deleted every other object of it; the marker is still there
+    "create.marker_absent",  # creating a table on an object store: no marker there yet, none written
 )
 
 

@@ -21,6 +21,7 @@ import pyarrow as pa
 from fsspec.implementations.local import LocalFileSystem
 
 from .errors import AcidError, CorruptFileError, InvalidArgumentError, StorageError, UnsafePathError
+from .faults import pause_point
 
 #: The object at a table's root that says "a table lives here". Object stores have no empty
 #: directories, so a table created empty would not exist on storage at all; this small object
@@ -155,6 +156,7 @@ class Storage:
                 return not existed
             if self.fs.exists(self.marker_path):
                 return False
+            pause_point("create.marker_absent")  # tests let another creator write it here
             body = {"format": "acidorc table", "formatVersion": TABLE_MARKER_FORMAT, "location": self.display()}
             with self.fs.open(self.marker_path, "wb") as f:
                 f.write(json.dumps(body, sort_keys=True).encode())

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import pyarrow as pa
 
 from .ddl import parse_ddl_schema, parse_json_schema
 from .deprecation import renamed
-from .errors import InvalidArgumentError, SchemaError, StoreBehindStorageError, TableNotFoundError
+from .errors import AcidError, InvalidArgumentError, SchemaError, StoreBehindStorageError, TableNotFoundError
 from .layout.ids_on_storage import ids_on_storage
 from .layout.names import parse_dir_name
 from .layout.table_dirs import INSERT_ONLY, TableLayout, discover_layout, has_acid_layout
@@ -92,27 +92,53 @@ def create_table(location: str | os.PathLike, schema: Any, *, name: str | None =
     storage = Storage(location, option_pairs(storageOptions))
     with connect(metastoreUrl) as metastore:
         existing = metastore.find_table(location)
-        wrote_marker, root_existed, adopted = False, True, None
-        if existing is None or ifNotExists:  # else the store refuses it: leave storage alone
-            with storage.failures("looking at the table location"):
-                root_existed = storage.exists(storage.root)
-            if existing is None and root_existed:
-                adopted = history_on_storage(storage, metastore.url, adopt=adopt,
-                                             partition_columns=partitionColumns, insert_only=insertOnly)
-            wrote_marker = storage.write_marker()
-        try:
+        adopted = None
+
+        def register() -> TableInfo:
             return metastore.create_table(
                 location, arrow_schema, name=name, partition_columns=partitionColumns,
                 bucket_columns=bucketColumns, num_buckets=numBuckets, insert_only=insertOnly,
                 compression=compression, if_not_exists=ifNotExists, adopted=adopted)
-        except BaseException:
-            if wrote_marker:  # not registered after all: take back what this call wrote
-                with storage.failures("removing the table marker again"):
-                    if not storage.is_local:
-                        storage.remove(storage.marker_path)
-                    if not root_existed:
-                        remove_if_empty(storage)
-            raise
+
+        if existing is not None and not ifNotExists:
+            return register()  # the store refuses it: storage is left alone
+        with storage.failures("looking at the table location"):
+            root_existed = storage.exists(storage.root)
+        if existing is None and root_existed:
+            adopted = history_on_storage(storage, metastore.url, adopt=adopt,
+                                         partition_columns=partitionColumns, insert_only=insertOnly)
+        return register_on_storage(storage, metastore, location, register, root_existed=root_existed)
+
+
+def register_on_storage(storage: Storage, metastore: TransactionStore, location: str,
+                        register: Callable[[], TableInfo], *, root_existed: bool) -> TableInfo:
+    """Make the table root exist on storage (:meth:`Storage.write_marker`), then ``register()``
+    the table. A registration that fails takes back what this call wrote - unless the table is
+    registered after all: two creators of one new table may both have written its marker, and
+    the one that lost must not remove the winner's. A registration that succeeds makes sure
+    the marker is there (a losing creator that saw no registration yet may have removed it)."""
+    wrote = storage.write_marker()
+    try:
+        info = register()
+    except BaseException:
+        if wrote and not _registered(metastore, location):
+            with storage.failures("removing the table marker again"):
+                if not storage.is_local:
+                    storage.remove(storage.marker_path)
+                if not root_existed:
+                    remove_if_empty(storage)
+        raise
+    storage.write_marker()
+    return info
+
+
+def _registered(metastore: TransactionStore, location: str) -> bool:
+    """Whether the store has a table at ``location``; True when it cannot say (a marker left
+    behind is harmless, a registered table's marker removed is not)."""
+    try:
+        return metastore.find_table(location) is not None
+    except AcidError:
+        return True
 
 
 def history_on_storage(storage: Storage, url: str, *, adopt: bool = False, partition_columns=(),

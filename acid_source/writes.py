@@ -23,7 +23,7 @@ from .specs import WriteSpec
 from .staged import StagedWrite
 from .storage import Storage
 from .table_ref import TableRef
-from .tables import history_on_storage, remove_if_empty
+from .tables import history_on_storage, register_on_storage
 from .txn import Transaction
 from .values import parse_partition_spec
 from .write.job import WriteJob
@@ -217,21 +217,11 @@ def _create_table(metastore: TransactionStore, storage: Storage, options: WriteS
     # As create_table: the table root (a local directory, an object store's marker) goes first,
     # so the table exists on storage once registered, even if this first write is empty or
     # aborts and leaves no directory of its own behind.
-    wrote_marker = storage.write_marker()
-    try:
-        return metastore.create_table(
-            location, nullable(pa.schema(fields)), name=name,
-            partition_columns=tuple(partition_columns), bucket_columns=tuple(bucket_columns),
-            num_buckets=options.num_buckets, insert_only=options.insert_only, compression=options.compression,
-            if_not_exists=True)
-    except BaseException:
-        if wrote_marker:  # not registered after all: take back what this call wrote
-            with storage.failures("removing the table marker again"):
-                if storage.is_local:
-                    remove_if_empty(storage)
-                else:
-                    storage.remove(storage.marker_path)
-        raise
+    return register_on_storage(storage, metastore, location, lambda: metastore.create_table(
+        location, nullable(pa.schema(fields)), name=name,
+        partition_columns=tuple(partition_columns), bucket_columns=tuple(bucket_columns),
+        num_buckets=options.num_buckets, insert_only=options.insert_only, compression=options.compression,
+        if_not_exists=True), root_existed=False)
 
 
 # --- the arguments of AcidTable's writes ---------------------------------------------------------

@@ -145,3 +145,48 @@ def test_storage_options_must_be_a_dict(s3_table_url):
         create_table(s3_table_url, SCHEMA, storageOptions="key=secret")
     with pytest.raises(InvalidArgumentError, match="storageOptions"):
         AcidTable(s3_table_url, storageOptions=[("key",)])
+
+
+_LOSING_CREATOR = """
+import json, sys
+from acid_source import create_table
+from acid_source.errors import AcidError
+url, options = sys.argv[1], json.loads(sys.argv[2])
+try:
+    create_table(url, "id bigint, v string", storageOptions=options)
+    print("created")
+except AcidError as exc:
+    print(type(exc).__name__)
+"""
+
+
+@pytest.mark.parametrize("winner_writes", [False, True])
+def test_two_creators_of_one_new_table_leave_the_winners_marker(s3_server, s3_table_url, tmp_path, winner_writes):
+    """Both see no marker and both write it; the one whose registration loses takes back what
+    it wrote only if nobody registered the table: the winner's table keeps its marker."""
+    import os
+    import subprocess
+    import sys
+
+    from acid_source.faults import PauseGate
+
+    options = s3_server.storage_options
+    with PauseGate(tmp_path / "gate", "create.marker_absent") as gate:
+        loser = subprocess.Popen([sys.executable, "-c", _LOSING_CREATOR, s3_table_url, json.dumps(options)],
+                                 env={**os.environ, **gate.env()}, stdout=subprocess.PIPE, text=True)
+        try:
+            gate.wait_reached()  # the loser saw no marker and has written none yet
+            if winner_writes:  # the winner's table gets rows before the loser goes on
+                AcidTable.create(s3_table_url, SCHEMA, storageOptions=options, ifNotExists=True).append(
+                    pa.table({"id": [1], "v": ["a"]}))
+            else:
+                create_table(s3_table_url, SCHEMA, storageOptions=options)
+            gate.release()
+            out, _ = loser.communicate(timeout=120)
+        finally:
+            if loser.poll() is None:
+                loser.kill()
+    assert out.strip() == "TableExistsError"
+    assert s3_table_url.removeprefix("s3://") + "/" + TABLE_MARKER in objects(s3_server, s3_table_url)
+    rows = AcidTable.load(s3_table_url, storageOptions=options).toArrow().to_pylist()
+    assert rows == ([{"id": 1, "v": "a"}] if winner_writes else [])
