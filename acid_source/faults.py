@@ -49,6 +49,7 @@ PAUSE_STEPS = (
     "vacuum.objectstore.marked",  # the cleaner wrote the removal marker into a directory of an object store
     "vacuum.objectstore.emptied",  # ... and deleted every other object of it; the marker is still there
     "create.marker_absent",  # creating a table on an object store: no marker there yet, none written
+    "vacuum.after_removal",  # the cleaner removed a directory (each one: the first pauses)
 )
 
 

@@ -22,6 +22,11 @@ from .writeids import RangeResponse, ValidTxnList, ValidWriteIdList
 #: listing of a partly deleted directory holds it: a reader that finds it in a directory its
 #: snapshot needs stops with SnapshotFilesRemovedError instead of reading what is left.
 REMOVING_MARKER = "_acidorc_removing"
+#: The object the cleaner writes into a partition directory before it removes the first
+#: directory a base made obsolete there, and removes once none is left: while it is there,
+#: what those directories held may be partly gone (an UPDATE's delete delta removed, its delta
+#: not yet), which a change feed must not take for the whole history.
+CLEANING_MARKER = "_acidorc_cleaning"
 
 
 def check_not_removing(storage: Storage, directory: str, entries: list[FileEntry]) -> None:

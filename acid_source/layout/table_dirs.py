@@ -11,7 +11,7 @@ import pyarrow as pa
 
 from ..errors import NotAnAcidTableError, SchemaError, SnapshotFilesRemovedError, TableNotFoundError
 from ..storage import FileEntry, Storage
-from .acid_state import REMOVING_MARKER, AcidState, check_not_removing, get_acid_state  # noqa: F401 - re-exported
+from .acid_state import CLEANING_MARKER, REMOVING_MARKER, AcidState, check_not_removing, get_acid_state  # noqa: F401 - re-exported
 from .names import ACID_VERSION_FILE, is_flush_length_file, is_hidden, parse_dir_name
 from .partitions import parse_partition_segment
 

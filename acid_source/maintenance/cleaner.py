@@ -74,7 +74,7 @@ from ..faults import pause_point
 from ..layout.acid_state import AcidState, get_acid_state
 from ..layout.ids_on_storage import ids_on_storage
 from ..layout.names import parse_dir_name
-from ..layout.table_dirs import REMOVING_MARKER, discover_layout
+from ..layout.table_dirs import CLEANING_MARKER, REMOVING_MARKER, discover_layout
 from ..metastore import TransactionStore, connect
 from ..metastore.leases import CleanerView
 from ..settings import VACUUM_AFTER_COMPACTION, VACUUM_RETENTION_SECONDS, parse_seconds
@@ -102,6 +102,9 @@ class _Plan:
     remove: list[FileEntry] = field(default_factory=list)
     kept_for_leases: int = 0
     kept_for_recent: int = 0
+    cleaning: set[str] = field(default_factory=set)  # partitions losing obsolete directories now
+    marked: set[str] = field(default_factory=set)  # partitions whose cleaning marker is there already
+    keeping: set[str] = field(default_factory=set)  # partitions that keep obsolete directories
 
 
 @renamed(dry_run="dryRun", metastore_url="metastoreUrl", storage_options="storageOptions",
@@ -141,14 +144,25 @@ def vacuum(location: str | os.PathLike, *, dryRun: bool = False, metastoreUrl: s
         store.refuse_if_behind(info.table_id, ids_on_storage(layout))
         for part in layout.partitions:
             _plan_partition(storage, part.path, layout.listings[part.path], view, plan)
+    if not dry_run:  # before the first obsolete directory goes: see CLEANING_MARKER
+        for path in sorted(plan.cleaning - plan.marked):
+            with storage.failures("writing the cleaning marker", path):
+                storage.fs.pipe_file(storage.join(path, CLEANING_MARKER), b"")
     removed, size = [], 0
     for entry in sorted(plan.remove, key=lambda e: e.path):
         bytes_ = _size(storage, entry)
         if not dry_run and not _remove(storage, entry):
             continue  # another cleaner (or the aborting writer) removed it first
+        pause_point("vacuum.after_removal")
         removed.append(entry.path)
         size += bytes_
     if not dry_run:
+        for path in sorted((plan.cleaning | plan.marked) - plan.keeping):  # nothing obsolete left there
+            with storage.failures("removing the cleaning marker", path):
+                try:
+                    storage.fs.rm_file(storage.join(path, CLEANING_MARKER))
+                except FileNotFoundError:
+                    pass
         for path in removed:
             remove_empty_parents(storage, path)
     return {
@@ -205,6 +219,8 @@ def _plan_partition(storage: Storage, path: str, entries: list[FileEntry], view:
             continue
     open_ids = set(latest_w.open_ids)
     candidates = set(latest.obsolete) | set(latest.aborted)
+    if any(e.name == CLEANING_MARKER for e in entries):
+        plan.marked.add(path)
     for p in sorted(candidates):
         entry = by_path.get(p)
         if entry is None or p in reads_latest or _holds_open_write_id(entry, open_ids):
@@ -215,6 +231,11 @@ def _plan_partition(storage: Storage, path: str, entries: list[FileEntry], view:
             plan.kept_for_recent += 1
         else:
             plan.remove.append(entry)
+            if p in latest.obsolete:
+                plan.cleaning.add(path)
+            continue
+        if p in latest.obsolete:
+            plan.keeping.add(path)
     # what a cleaner that crashed mid-way left under a hidden name
     plan.remove += [e for e in entries if e.name.startswith(REMOVING_PREFIX)]
 

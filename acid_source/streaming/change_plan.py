@@ -34,7 +34,7 @@ from ..errors import (
     UnsupportedOperationError,
     VersionNotFoundError,
 )
-from ..layout.acid_state import AcidDir
+from ..layout.acid_state import CLEANING_MARKER, AcidDir
 from ..layout.coverage import usable_dirs
 from ..layout.names import is_hidden
 from ..layout.table_dirs import FULL_ACID, INSERT_ONLY, TableLayout, convert_partition_value, discover_layout
@@ -238,8 +238,9 @@ def _check_history(location: str, part: str, ids: list[int], written: list[int],
     delete deltas, then deltas: by name), so a write id that wrote a delta and a delete delta
     may have lost one and still look held. So once any committed write id of the data object
     between a base and the base below it (``written``) has lost every directory - or a
-    cleaner's half-removed directory is there - every write id up to that base counts as
-    removed."""
+    cleaner's half-removed directory or its cleaning marker (written before its first removal
+    in the partition, removed after its last) is there - every write id up to that base
+    counts as removed."""
     deltas = [d for found, _ in dirs for d in found]
     bases = sorted({b.parsed.write_id: b for _, found in dirs for b in found}.values(), key=lambda b: b.parsed.write_id)
 
@@ -251,7 +252,8 @@ def _check_history(location: str, part: str, ids: list[int], written: list[int],
         if any(lower < w <= b.parsed.write_id and not held(w) for w in written):
             cleaned = b.parsed.write_id
         lower = b.parsed.write_id
-    if bases and any(e.name.startswith(REMOVING_PREFIX) for entries in listings for e in entries):
+    if bases and any(e.name.startswith(REMOVING_PREFIX) or e.name == CLEANING_MARKER
+                     for entries in listings for e in entries):
         cleaned = bases[-1].parsed.write_id
     for w in sorted(ids):
         if w > cleaned and held(w):
@@ -275,7 +277,7 @@ def _check_still_listed(storage: Storage, layout: TableLayout, dirs: dict, locat
         again = storage.list_dir(path)
         names = {e.name for e in again}
         gone = [d for d in obsolete if d.parsed.name not in names]
-        if gone or any(e.name.startswith(REMOVING_PREFIX) for e in again):
+        if gone or any(e.name.startswith(REMOVING_PREFIX) or e.name == CLEANING_MARKER for e in again):
             w = gone[0].parsed.min_write_id if gone else top.parsed.write_id
             raise HistoryUnavailableError(location, w, asked, partition=relative(layout, path),
                                           directory=f"the cleaner is removing what {top.parsed.name} made obsolete")

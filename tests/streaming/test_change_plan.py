@@ -246,3 +246,48 @@ def test_adopted_history_has_no_changes_to_show(tmp_path):
         t.changes(startingVersion=1)
     assert [c[:3] for c in changes(plan_change_range(path, starting_version=3, metastore_url=url))] == [
         (3, "insert", 3)]
+
+
+_CLEANER = """
+import sys
+from acid_source.maintenance.cleaner import vacuum
+vacuum(sys.argv[1], metastoreUrl=sys.argv[2], retentionSeconds=0)
+"""
+
+
+def test_a_cleaner_killed_after_an_updates_delete_delta_leaves_no_history_to_misread(table, tmp_path):
+    """The cleaner removes by name, so an UPDATE's delete delta goes before its delta. A cleaner
+    killed between them (a real process, held after its first removal) left a write id that
+    looks held by its delta alone - its update would read as an insert. Its cleaning marker
+    says otherwise until a later cleaner has removed the rest."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from acid_source.faults import PauseGate
+
+    t, url = table
+    root = tmp_path / "t" / "p=x"
+    t.append(rows([3]))                # 1
+    t.update("id = 3", {"v": "'w'"})   # 2: delete_delta_2 and delta_2
+    assert [c[:2] for c in changes(plan_changes(t.location, [2], metastore_url=url))] == [
+        (2, "delete"), (2, "insert")]
+    t.compact("major")                 # base_2: delta_1, delete_delta_2 and delta_2 obsolete
+    with PauseGate(tmp_path / "gate", "vacuum.after_removal") as gate:
+        cleaner = subprocess.Popen([sys.executable, "-c", _CLEANER, t.location, url], env={**os.environ, **gate.env()})
+        try:
+            gate.wait_reached()
+            os.kill(cleaner.pid, signal.SIGKILL)
+        finally:
+            cleaner.wait(timeout=60)
+    left = sorted(p.name for p in root.iterdir())
+    assert not any(n.startswith("delete_delta") for n in left) and "delta_0000002_0000002_0000" in left, left
+    with pytest.raises(HistoryUnavailableError) as caught:
+        plan_changes(t.location, [2], metastore_url=url)
+    assert caught.value.write_id == 2
+    assert sorted(r["v"] for r in t.toArrow().to_pylist()) == ["w"]  # readers never mind the marker
+    t.vacuum(retentionSeconds=0)       # the rest goes, and the marker with it
+    assert sorted(p.name for p in root.iterdir()) == [next(n for n in left if n.startswith("base_"))]
+    with pytest.raises(HistoryUnavailableError):
+        plan_changes(t.location, [2], metastore_url=url)
