@@ -247,11 +247,12 @@ def test_a_store_that_cannot_record_a_lease_does_not_fail_the_read(tmp_path, cap
     url = f"sqlite:///{tmp_path}/store.db"
     create_table(str(tmp_path / "t"), pa.schema([("id", pa.int64())]), metastoreUrl=url)
     AcidTable.load(str(tmp_path / "t"), metastoreUrl=url).append(pa.table({"id": pa.array([1, 2], pa.int64())}))
-    scan = AcidTable.load(str(tmp_path / "t"), metastoreUrl=url).scan()
+    table = AcidTable.load(str(tmp_path / "t"), metastoreUrl=url)
 
     def refuse(self, *args, **kwargs):  # what SQLite says to a writer on a read-only file
         raise MetastoreError("attempt to write a readonly database", url=url)
 
     monkeypatch.setattr(Metastore, "acquire_lease", refuse)
+    scan = table.scan()  # takes its lease now
     assert sorted(scan.toArrow().column("id").to_pylist()) == [1, 2]
     assert "without a read lease" in caplog.text
