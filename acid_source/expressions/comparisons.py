@@ -28,7 +28,7 @@ from .sqltypes import (
     is_string,
     is_timestamp,
 )
-from .typed import Typed, after_valid, balanced, call, constant, fold, null_bool
+from .typed import Typed, after_valid, arrow_call, balanced, call, constant, fold, in_order, null_bool
 
 if TYPE_CHECKING:
     from .compiler import Compiler
@@ -50,12 +50,27 @@ def compare(compiler: Compiler, node, function: str, left: Typed, right: Typed) 
         if not _comparable(side.type):
             compiler.fail(node, f"cannot compare {describe(side.type)} values")
     (left, right), target = unify(compiler, node, [left, right], "compare")
-    if is_null(target) or (left.is_constant and left.value is None) or (right.is_constant and right.value is None):
-        return null_bool()
+    if is_null(target) or (left.is_constant and left.value is None):
+        return null_bool()  # Spark evaluates nothing after a NULL left operand
+    if right.is_constant and right.value is None:
+        return replace(null_bool(), problem=left.problem)  # the left one is evaluated first
     result = _float_compare(function, left, right) if is_floating(target) else call(
         function, [left, right], pa.bool_())
     problem = after_valid(left, right)  # Spark does not evaluate the right operand of a NULL left one
     return fold(replace(result, problem=problem), [left, right])
+
+
+@HANDLERS.register(exp.Nullif, children=operands)
+def _nullif(compiler: Compiler, node, args: list[Typed]) -> Typed:
+    """``nullif(a, b)``: NULL where ``a = b`` is true, else ``a`` (Spark's
+    ``IF(a = b, NULL, a)``: of ``a``'s type, ``b`` evaluated only where ``a`` is not NULL)."""
+    value, other = args
+    if is_null(value.type):
+        return value
+    equal = compare(compiler, node, "equal", value, other)
+    matched = call("coalesce", [equal, constant(False, pa.bool_())], pa.bool_())
+    result = call("if_else", [matched, constant(None, value.type), value], value.type)
+    return fold(replace(result, problem=equal.problem), [value, other])
 
 
 @HANDLERS.register(exp.NullSafeEQ, exp.NullSafeNEQ, children=operands)
@@ -131,9 +146,13 @@ def _between_children(compiler: Compiler, node) -> list:
 
 @HANDLERS.register(exp.Between, children=_between_children)
 def _between(compiler: Compiler, node, args: list[Typed]) -> Typed:
+    """``x BETWEEN a AND b``: Spark's ``x >= a AND x <= b``, the second comparison evaluated
+    only where the first is not false."""
     low = compare(compiler, node, "greater_equal", args[0], args[1])
     high = compare(compiler, node, "less_equal", args[0], args[2])
-    return call("and_kleene", [low, high], pa.bool_())
+    joined = call("and_kleene", [low, high], pa.bool_())
+    return replace(joined, problem=in_order([low, high], lambda o: arrow_call("coalesce", [o.expression,
+                                                                                         pc.scalar(True)])))
 
 
 def _escape_children(compiler: Compiler, node) -> list:

@@ -181,7 +181,9 @@ def cast(compiler: Compiler, node, item: Typed, target: pa.DataType, explicit: b
         # 404.46000000000004); through text it is, like Java's BigDecimal.doubleValue
         text = call("cast", [item], pa.string(), pc.CastOptions.safe(pa.string()))
         return call("cast", [text], target, pc.CastOptions.safe(target))
-    if explicit and is_decimal(target) and (is_decimal(source) or is_integral(source)):
+    if is_decimal(source) and is_string(target):
+        return _decimal_text(item)
+    if is_decimal(target) and (is_decimal(source) or is_integral(source)):
         return to_decimal(item, target, f"[NUMERIC_VALUE_OUT_OF_RANGE] a {describe(source)} value does not fit "
                                         f"{describe(target)} (Spark in ANSI mode; try_cast is not supported here)")
     options = pc.CastOptions.safe(target)
@@ -196,7 +198,10 @@ def cast(compiler: Compiler, node, item: Typed, target: pa.DataType, explicit: b
         elif is_integral(target) and is_integral(source):
             item = _cast_overflow(item, target)
         elif is_integral(target) and is_decimal(source):
-            item = call("round", [item], source, pc.RoundOptions(0, "towards_zero"))
+            if source.precision == source.scale:  # no integer digit for Arrow to round into
+                source = pa.decimal256(source.precision + 1, source.scale)
+                item = call("cast", [item], source, pc.CastOptions.safe(source))
+            item = _cast_overflow(call("round", [item], source, pc.RoundOptions(0, "towards_zero")), target)
         elif is_decimal(target) and (is_floating(source) or (is_decimal(source) and source.scale > target.scale)):
             item = call("round", [item], source, pc.RoundOptions(target.scale, "half_towards_infinity"))
         if is_date(target) or is_timestamp(target):
@@ -240,6 +245,24 @@ def store_assigned(compiler: Compiler, node, item: Typed, target: pa.DataType, c
     return cast(compiler, node, item, target, explicit=True)
 
 
+def _decimal_text(item: Typed) -> Typed:
+    """A decimal as Spark writes it: plain digits with the type's scale (``0.0000000001``,
+    ``0.0000000000``), where Arrow writes very small values as Java's ``toString`` does
+    (``1E-10``, ``0E-10``: their integer part is 0, and their digits the unscaled value)."""
+    scale = item.type.scale
+    text = call("cast", [item], pa.string(), pc.CastOptions.safe(pa.string()))
+    if scale == 0:
+        return text
+    scientific = call("match_substring", [text], pa.bool_(), pc.MatchSubstringOptions("E"))
+    digits = call("replace_substring_regex", [text], pa.string(),
+                  pc.ReplaceSubstringOptions(r"^-?([0-9])[.]?([0-9]*)E.*$", r"\1\2"))
+    padded = call("utf8_lpad", [digits], pa.string(), pc.PadOptions(scale, "0"))
+    negative = call("starts_with", [text], pa.bool_(), pc.MatchSubstringOptions("-"))
+    sign = call("if_else", [negative, constant("-0.", pa.string()), constant("0.", pa.string())], pa.string())
+    plain = call("binary_join_element_wise", [sign, padded, constant("", pa.string())], pa.string())
+    return call("if_else", [scientific, plain, text], pa.string())
+
+
 def _cast_overflow(item: Typed, target: pa.DataType) -> Typed:
     """A number (a float already truncated) to be cast to integer type ``target``: where it is
     NaN, infinite or out of range, Spark's CAST_OVERFLOW, and a 0 that casts safely."""
@@ -252,6 +275,16 @@ def _cast_overflow(item: Typed, target: pa.DataType) -> Typed:
         lo, hi = max(lo, s_lo), min(hi, s_hi)
         fits = call("and", [call("greater_equal", [item, constant(lo, source)], pa.bool_()),
                             call("less_equal", [item, constant(hi, source)], pa.bool_())], pa.bool_())
+    elif is_decimal(source):  # a whole number already (rounded towards zero)
+        if source.precision - source.scale < len(str(hi)):
+            return item
+        fits = call("and", [call("greater_equal", [item, constant(decimal.Decimal(lo), source)], pa.bool_()),
+                            call("less_equal", [item, constant(decimal.Decimal(hi), source)], pa.bool_())],
+                    pa.bool_())
+        message = f"[CAST_OVERFLOW] a {describe(source)} value cannot be cast to {describe(target)} due to an overflow"
+        fitted = call("if_else", [fits, item, constant(decimal.Decimal(0), source)], source)
+        problem = problem_if(call("invert", [fits], pa.bool_()).expression, message)
+        return replace(fitted, problem=first_problem([item.problem, problem]))
     else:  # -2**k and 2**k are exact floats
         fits = call("and", [call("greater_equal", [item, constant(float(lo), source)], pa.bool_()),
                             call("less", [item, constant(float(hi + 1), source)], pa.bool_())], pa.bool_())

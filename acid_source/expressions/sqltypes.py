@@ -110,10 +110,15 @@ def _wider_integer(a: pa.DataType, b: pa.DataType) -> pa.DataType:
 
 
 def _wider_decimal(a: pa.DataType, b: pa.DataType) -> pa.DataType:
+    """Spark 4's wider decimal type of two (``DecimalType.boundedPreferIntegralDigits``): both
+    integer parts and both scales; beyond 38 digits the scale gives way, the integer digits
+    stay (decimal(38,30) with decimal(38,0) is a decimal(38,0))."""
     a, b = as_decimal(a), as_decimal(b)
     scale = max(a.scale, b.scale)
-    digits = max(a.precision - a.scale, b.precision - b.scale)
-    return decimal_type(digits + scale, scale) or pa.float64()
+    precision = max(a.precision - a.scale, b.precision - b.scale) + scale
+    if precision <= MAX_DECIMAL_PRECISION:
+        return pa.decimal128(precision, scale)
+    return pa.decimal128(MAX_DECIMAL_PRECISION, max(0, scale - (precision - MAX_DECIMAL_PRECISION)))
 
 
 def common_type(a: pa.DataType, b: pa.DataType) -> pa.DataType | None:
