@@ -74,6 +74,10 @@ def _arithmetic(op: str, compiler: Compiler, node, args: list[Typed]) -> Typed:
         return fold(_decimal_arithmetic(function, left, right, result_type), [left, right])
     if op == "divide" and is_decimal(result_type):
         return fold(_decimal_division(compiler, node, left, right, result_type), [left, right])
+    if op == "remainder" and is_decimal(result_type):  # Arrow's decimal128 remainder may type past 38 digits
+        left, right = (call("cast", [t], pa.decimal256(t.type.precision, t.type.scale),
+                            pc.CastOptions.safe(pa.decimal256(t.type.precision, t.type.scale))) for t in (left, right))
+        left_type, right_type = left.type, right.type
     arrow_type = pc.call_function(function, [pa.array([], left_type), pa.array([], right_type)]).type
     # Spark skips the other operand of a NULL one (the divisor is evaluated first)
     divides = op in ("divide", "remainder", "int_divide")

@@ -147,3 +147,8 @@ class Compiler:
 def non_deterministic_message(function: str) -> str:
     """Why a condition or value calling ``function`` is refused (the Spark path says the same)."""
     return f"non-deterministic function {function}() is not allowed (each evaluation could give another result)"
+
+
+def registered_classes() -> frozenset[type[exp.Expression]]:
+    """The node classes the compiler has a rule for (their subclasses share it)."""
+    return frozenset(_REGISTERED)

@@ -25,7 +25,7 @@ from expression_grammar import ROWS, SCHEMA, Grammar
 from properties import SCALE
 
 from acid_source.errors import InvalidArgumentError
-from acid_source.expressions import parse_value_expression
+from acid_source.expressions import engine_free_functions, parse_value_expression
 
 pytestmark = pytest.mark.spark
 
@@ -167,3 +167,14 @@ def test_engine_free_expressions_agree_with_spark(spark, fuzz_view):
     assert not wrong, (f"{len(wrong)} of {len(compared)} expressions disagree with Spark ({refused} refused "
                        "engine-free):\n" + "\n".join(wrong[:15]))
     assert len(compared) >= len(texts) // 2, f"the grammar generates mostly what acidorc refuses ({refused})"
+
+
+def test_the_readme_lists_the_functions_evaluated_without_spark(spark):
+    """The README's list is the compiler's, as far as Spark knows the names (sqlglot reads a
+    few more spellings, such as ``iif``)."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    listed = re.search(r"<!-- engine-free functions -->(.*?)<!-- end -->", readme, re.S)
+    assert listed is not None
+    spark_names = {r.function for r in spark.sql("SHOW FUNCTIONS").collect()}
+    expected = [f for f in engine_free_functions() if f in spark_names]
+    assert re.findall(r"`([a-z_]+)`", listed.group(1)) == expected
