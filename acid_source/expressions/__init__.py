@@ -32,7 +32,6 @@ from .conditions import (
 )
 
 
-
 def engine_free_functions() -> list[str]:
     """The SQL functions conditions and values may call without Spark, by the names sqlglot
     reads for them (a superset of Spark's names: the README lists those Spark has too)."""

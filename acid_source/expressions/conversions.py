@@ -183,6 +183,8 @@ def cast(compiler: Compiler, node, item: Typed, target: pa.DataType, explicit: b
         return call("cast", [text], target, pc.CastOptions.safe(target))
     if is_decimal(source) and is_string(target):
         return _decimal_text(item)
+    if is_string(source) and (is_integral(target) or is_decimal(target)):
+        return _number_from_text(item, target)
     if is_decimal(target) and (is_decimal(source) or is_integral(source)):
         return to_decimal(item, target, f"[NUMERIC_VALUE_OUT_OF_RANGE] a {describe(source)} value does not fit "
                                         f"{describe(target)} (Spark in ANSI mode; try_cast is not supported here)")
@@ -243,6 +245,41 @@ def store_assigned(compiler: Compiler, node, item: Typed, target: pa.DataType, c
         return to_decimal(item, target, f"[CAST_OVERFLOW_IN_TABLE_INSERT] a {describe(source)} value does not fit "
                                         f"the {describe(target)} column {column} (Spark in ANSI mode)")
     return cast(compiler, node, item, target, explicit=True)
+
+
+_WHITESPACE = "".join(map(chr, range(33)))  # what Spark trims around a number it reads (chars <= ' ')
+_INTEGER_TEXT = r"^[+-]?[0-9]{1,39}$"
+_DECIMAL_TEXT = r"^[+-]?([0-9]+[.]?[0-9]*|[.][0-9]+)([eE][+-]?[0-9]+)?$"
+
+
+def _number_from_text(item: Typed, target: pa.DataType) -> Typed:
+    """A string column as an integer or a decimal, Spark's way in ANSI mode: surrounding
+    whitespace trimmed; an integer is digits with a sign (no point, no exponent), a decimal
+    Java's BigDecimal grammar, rounded half up to the type. Text that is no such number, or an
+    integer out of the type's range, is Spark's CAST_INVALID_INPUT (a decimal out of range
+    NUMERIC_VALUE_OUT_OF_RANGE) - on the rows Spark evaluates only: the others read 0."""
+    integral = is_integral(target)
+    wide = pa.decimal256(40, 0) if integral else pa.decimal256(76, 38)
+    trimmed = call("utf8_trim", [item], pa.string(), pc.TrimOptions(_WHITESPACE))
+    pattern = _INTEGER_TEXT if integral else _DECIMAL_TEXT
+    valid = call("match_substring_regex", [trimmed], pa.bool_(), pc.MatchSubstringOptions(pattern))
+    invalid = call("invert", [call("coalesce", [valid, constant(True, pa.bool_())], pa.bool_())], pa.bool_())
+    text = call("if_else", [invalid, constant("0", pa.string()), trimmed], pa.string())
+    number = call("cast", [text], wide, pc.CastOptions.safe(wide))
+    message = f"[CAST_INVALID_INPUT] a string value cannot be cast to {describe(target)} (Spark in ANSI mode)"
+    problem = problem_if(invalid.expression, message)
+    if not integral:
+        out_of_range = (f"[NUMERIC_VALUE_OUT_OF_RANGE] a string value does not fit {describe(target)} "
+                        "(Spark in ANSI mode)")
+        result = to_decimal(replace(number, problem=None), target, out_of_range)
+        return replace(result, problem=first_problem([item.problem, problem, result.problem]))
+    lo, hi = integer_range(target)
+    fits = call("and", [call("greater_equal", [number, constant(decimal.Decimal(lo), wide)], pa.bool_()),
+                        call("less_equal", [number, constant(decimal.Decimal(hi), wide)], pa.bool_())], pa.bool_())
+    fitted = call("if_else", [fits, number, constant(decimal.Decimal(0), wide)], wide)
+    result = call("cast", [fitted], target, pc.CastOptions.safe(target))
+    too_big = problem_if(call("invert", [fits], pa.bool_()).expression, message)
+    return replace(result, problem=first_problem([item.problem, problem, too_big]))
 
 
 def _decimal_text(item: Typed) -> Typed:

@@ -42,6 +42,8 @@ class Typed:
     #: Spark (in ANSI mode, its default) raises there (``[DIVIDE_BY_ZERO] ...``); only rows
     #: Spark evaluates count (CASE, IF, AND, OR, COALESCE guard their operands)
     problem: pc.Expression | None = None
+    #: the Arrow function of the expression's top call (None: a field, a literal, ...)
+    function: str | None = None
 
 
 def constant(value, data_type: pa.DataType) -> Typed:
@@ -57,11 +59,22 @@ def arrow_call(function: str, expressions: list, options=None) -> pc.Expression:
     return _call(function, expressions, options)
 
 
+# Arrow canonicalizes an expression before it runs it, and re-associates nested calls of one of
+# these functions as if floating-point and decimal arithmetic were associative: inf * (d * d)
+# ran as (inf * d) * d, inf where Spark's NaN. A call of the other spelling (on floats and
+# decimals the same operation) nested in one breaks the chain.
+_ASSOCIATIVE = {"add": "add_checked", "add_checked": "add", "multiply": "multiply_checked",
+                "multiply_checked": "multiply"}
+
+
 def call(function: str, args: list[Typed], result_type: pa.DataType, options=None) -> Typed:
     """A call of an Arrow compute function on compiled operands (their problems carried on)."""
+    if function in _ASSOCIATIVE and (pa.types.is_floating(result_type) or pa.types.is_decimal(result_type)) \
+            and any(a.function == function for a in args):
+        function = _ASSOCIATIVE[function]
     expression = _call(function, [a.expression for a in args], options)
     return Typed(expression, result_type, depth=1 + max((a.depth for a in args), default=0),
-                 problem=first_problem([a.problem for a in args]))
+                 problem=first_problem([a.problem for a in args]), function=function)
 
 
 def balanced(function: str, items: list[Typed]) -> Typed:

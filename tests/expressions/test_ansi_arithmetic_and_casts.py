@@ -99,3 +99,36 @@ def test_doubles_read_and_written_as_spark(text, spark):
 def test_strings_spark_refuses_as_doubles(text):
     with pytest.raises(InvalidArgumentError, match="cannot cast"):
         parse_value_expression(text, SCHEMA, argument="x")
+
+
+# Spark 4.3's answers (ANSI mode) to CAST(<string column> AS INT / BIGINT / DECIMAL(5,1))
+STRING_CASTS = [
+    ("1.5", None, None, "1.5"), (" 12 ", "12", "12", "12.0"), ("+3", "3", "3", "3.0"), ("1e3", None, None, "1000.0"),
+    ("", None, None, None), ("12.", None, None, "12.0"), (".5", None, None, "0.5"), ("-", None, None, None),
+    ("0x1", None, None, None), ("1_000", None, None, None), ("\t7\n", "7", "7", "7.0"), ("-0", "0", "0", "0.0"),
+    ("2147483648", None, "2147483648", "out of range"), ("+.5", None, None, "0.5"), ("5.a", None, None, None),
+    ("--1", None, None, None),
+]
+
+
+@pytest.mark.parametrize("text, as_int, as_bigint, as_decimal", STRING_CASTS)
+def test_strings_cast_to_numbers_as_spark_reads_them(text, as_int, as_bigint, as_decimal):
+    schema = pa.schema([("s", pa.string())])
+    rows = pa.table({"s": [text]}, schema=schema)
+    for target, expected in (("INT", as_int), ("BIGINT", as_bigint), ("DECIMAL(5,1)", as_decimal)):
+        value = parse_value_expression(f"CAST(s AS {target})", schema)
+        if expected is None or expected == "out of range":
+            error = "NUMERIC_VALUE_OUT_OF_RANGE" if expected else "CAST_INVALID_INPUT"
+            with pytest.raises(pa.ArrowInvalid, match=error):
+                ds.dataset(rows).to_table(columns={"v": value.expression})
+        else:
+            assert str(ds.dataset(rows).to_table(columns={"v": value.expression})["v"][0].as_py()) == expected
+
+
+def test_a_string_cast_fails_only_on_the_rows_spark_evaluates(tmp_path):
+    schema = pa.schema([("s", pa.string())])
+    rows = pa.table({"s": ["123", "abc", None]}, schema=schema)
+    for target in ("INT", "BIGINT", "DECIMAL(5,1)"):
+        value = parse_value_expression(f"CASE WHEN s = '123' THEN CAST(s AS {target}) END", schema)
+        got = ds.dataset(rows).to_table(columns={"v": value.expression})["v"].to_pylist()
+        assert [None if v is None else int(v) for v in got] == [123, None, None]

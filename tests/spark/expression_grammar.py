@@ -109,12 +109,13 @@ class Grammar:
     def _int(self, depth: int) -> list:
         return [*self._arithmetic("int", depth), *self._guarded("int", depth),
                 lambda: f"length({self.of('string', depth)})",
+                lambda: f"CAST({self.of('string', depth)} AS INT)",
                 lambda: f"CAST({self.of(self.rng.choice(['double', 'decimal', 'bigint']), depth)} AS INT)"]
 
     def _bigint(self, depth: int) -> list:
         return [*self._arithmetic("bigint", depth), *self._guarded("bigint", depth),
                 lambda: f"({self.of(self.rng.choice(['int', 'bigint']), depth)} div {self.of('int', depth)})",
-                lambda: f"CAST({self.of(self.rng.choice(['int', 'double']), depth)} AS BIGINT)"]
+                lambda: f"CAST({self.of(self.rng.choice(['int', 'double', 'string']), depth)} AS BIGINT)"]
 
     def _double(self, depth: int) -> list:
         return [*self._arithmetic("double", depth), *self._guarded("double", depth),
@@ -126,7 +127,7 @@ class Grammar:
         return [*self._arithmetic("decimal", depth), *self._guarded("decimal", depth),
                 lambda: f"({self.of('decimal', depth)} / {self.of(self.rng.choice(['decimal', 'int']), depth)})",
                 lambda: f"({self.of('decimal', depth)} {self.rng.choice(['+', '*', '-'])} {self.of('int', depth)})",
-                lambda: f"CAST({self.of(self.rng.choice(['int', 'decimal']), depth)} AS "
+                lambda: f"CAST({self.of(self.rng.choice(['int', 'decimal', 'string']), depth)} AS "
                         f"{self.rng.choice(DECIMAL_TYPES)})"]
 
     def _string(self, depth: int) -> list:
