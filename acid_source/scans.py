@@ -3,8 +3,12 @@ a pyarrow Table, or an Arrow stream other engines (DuckDB, Polars) consume as it
 
 from __future__ import annotations
 
+import atexit
 import importlib
 import logging
+import os
+import queue
+import threading
 import weakref
 from typing import Any, Iterable, Iterator
 
@@ -82,14 +86,20 @@ class AcidScan:
         self._read_schema = pa.schema([f for f in full if f.name in needed])
         self.schema = pa.schema([full.field(c) for c in self._columns])
         self._lease = self._acquire(self._lease_ttl)
-        # released by close(), or when the scan is collected (a finalizer holds the lease, not the scan)
-        self._release = weakref.finalize(self, _release, self._lease)
+        # released by close(), or once the scan is collected (the finalizer holds the lease, not the scan)
+        self._finalizer = weakref.finalize(self, _release_later, self._lease)
+        self._finalizer.atexit = False  # at exit, _release_at_exit closes the scans still open
+        if self._lease is not None:
+            _releaser()
+            _OPEN.add(self)
 
     def close(self) -> None:
         """Release the scan's read lease (the cleaner may then remove files of its snapshot;
         reading the scan again takes a new lease, for the same snapshot, if they are still there)."""
-        self._release()
-        self._lease = None
+        self._finalizer.detach()
+        lease, self._lease = self._lease, None
+        if lease is not None:
+            lease.release()
 
     def __enter__(self) -> "AcidScan":
         return self
@@ -186,15 +196,72 @@ def _lease_seconds(seconds: Any) -> float:
     return float(seconds)
 
 
-def _release(lease) -> None:
-    """A scan's finalizer: release its lease. It may run at interpreter exit, with the store's
-    libraries half torn down: a lease not released expires by itself."""
-    if lease is None:
-        return
+# Leases of scans collected without close(), released by a thread of their own: a finalizer
+# runs wherever the garbage collector does - perhaps inside a store transaction of this very
+# thread, which a release made there would wait for forever (SQLite's write lock).
+_UNRELEASED: queue.SimpleQueue = queue.SimpleQueue()
+_RELEASER_LOCK = threading.Lock()
+_RELEASER: dict[int, threading.Thread] = {}  # pid -> its releasing thread
+
+
+def _release_later(lease) -> None:
+    """A scan's finalizer: hand its lease to the releasing thread (``SimpleQueue.put`` is safe
+    in a finalizer). At interpreter exit it may never run: the lease then expires by itself."""
+    if lease is not None:
+        _UNRELEASED.put(lease)
+
+
+def _releaser() -> None:
+    """Start this process's releasing thread, once (a forked child starts its own)."""
+    with _RELEASER_LOCK:
+        thread = _RELEASER.get(os.getpid())
+        if thread is None or not thread.is_alive():
+            thread = threading.Thread(target=_release_queued, name="acidorc-lease-releaser", daemon=True)
+            _RELEASER[os.getpid()] = thread
+            thread.start()
+
+
+_STOP = object()
+
+
+def _release_queued() -> None:
+    while True:
+        lease = _UNRELEASED.get()
+        if lease is _STOP:
+            return
+        _release_one(lease)
+
+
+def _release_one(lease) -> None:
     try:
         lease.release()
-    except Exception:  # noqa: BLE001 - a finalizer must not raise; the lease expires anyway
+    except Exception:  # noqa: BLE001 - a lease not released expires by itself; the releasing goes on
         log.warning("a scan's read lease was not released; it expires by itself", exc_info=True)
+
+
+_OPEN: weakref.WeakSet = weakref.WeakSet()  # scans holding a lease, for _release_at_exit
+
+
+@atexit.register
+def _release_at_exit() -> None:
+    """At interpreter exit: close the scans still open and release what the releasing thread
+    has not, so that a process that reads and ends leaves no lease behind."""
+    for scan in list(_OPEN):
+        try:
+            scan.close()
+        except Exception:  # noqa: BLE001 - a lease not released expires by itself
+            log.warning("a scan's read lease was not released; it expires by itself", exc_info=True)
+    thread = _RELEASER.get(os.getpid())
+    if thread is not None and thread.is_alive():  # let it finish what it took, then stop
+        _UNRELEASED.put(_STOP)
+        thread.join(timeout=30)
+    while True:
+        try:
+            lease = _UNRELEASED.get_nowait()
+        except queue.Empty:
+            return
+        if lease is not _STOP:
+            _release_one(lease)
 
 
 def _optional(module: str, extra: str) -> Any:

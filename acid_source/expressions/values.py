@@ -315,6 +315,9 @@ def _to_text(value, source: pa.DataType) -> str:
     raise ValueError(f"cannot cast {describe(source)} to string")
 
 
+_INTEGER_TEXT = re.compile(r"[+-]?[0-9]+")
+
+
 def _to_number(value, source: pa.DataType):
     """A Python number (int, float or Decimal) for a numeric, boolean or string constant."""
     if sqltypes.is_string(source):
@@ -349,6 +352,9 @@ def cast_value(value, source: pa.DataType, target: pa.DataType):
         if sqltypes.is_numeric(source):
             return value != 0
     elif sqltypes.is_integral(target):
+        if sqltypes.is_string(source) and not _INTEGER_TEXT.fullmatch(value.strip("".join(map(chr, range(33))))):
+            # Spark 4 reads a sign and digits only ("1.5", "1e3" are CAST_INVALID_INPUT)
+            raise ValueError(f"{value!r} is not an integer")
         number = _to_number(value, source)
         if isinstance(number, float) and not math.isfinite(number):
             raise ValueError(f"{_to_text(value, source)} is out of range for {describe(target)}")
