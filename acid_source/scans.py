@@ -6,6 +6,7 @@ from __future__ import annotations
 import atexit
 import importlib
 import logging
+import multiprocessing.util
 import os
 import queue
 import threading
@@ -219,6 +220,9 @@ def _releaser() -> None:
             thread = threading.Thread(target=_release_queued, name="acidorc-lease-releaser", daemon=True)
             _RELEASER[os.getpid()] = thread
             thread.start()
+            # a multiprocessing child ends with os._exit, skipping atexit, but runs the exit
+            # finalizers registered in it (a child clears those it inherited)
+            multiprocessing.util.Finalize(None, _release_at_exit, exitpriority=10)
 
 
 _STOP = object()
@@ -243,7 +247,7 @@ _OPEN: weakref.WeakSet = weakref.WeakSet()  # scans holding a lease, for _releas
 
 
 @atexit.register
-def _release_at_exit() -> None:
+def _release_at_exit() -> None:  # also at the end of a multiprocessing child (see _releaser)
     """At interpreter exit: close the scans still open and release what the releasing thread
     has not, so that a process that reads and ends leaves no lease behind."""
     for scan in list(_OPEN):
@@ -262,6 +266,7 @@ def _release_at_exit() -> None:
             return
         if lease is not _STOP:
             _release_one(lease)
+
 
 
 def _optional(module: str, extra: str) -> Any:
