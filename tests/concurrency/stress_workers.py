@@ -29,11 +29,12 @@ PARTS = ("p0", "p1", "p2", "p3")
 GROUP = 4  # rows per DML group, one in each partition until an update moves them
 MAX_RETRIES = 20  # ConflictError retries of one DML operation
 MAX_READ_ERRORS = 20  # a reader stops after this many failed reads
-# The vacuum's retention. Not 0: AcidTable.scan() takes its snapshot and lists the table, and the
-# read lease starts only when its batches do (toBatches); a snapshot in between is protected by
-# retention alone, so a vacuum with less retention than that gap can remove a compaction's inputs
-# such a read still needs (SnapshotFilesRemovedError; README "Read leases"). With 2 s it happened
-# on a loaded machine (load 13 on 2 cores); the test ends with a vacuum with no retention instead.
+# The vacuum's retention. Not 0: AcidTable.scan() resolves its snapshot and then takes its read
+# lease; a snapshot in between is protected by retention alone, so a vacuum with less retention
+# than that gap can remove a compaction's inputs such a read still needs
+# (SnapshotFilesRemovedError; README "Read leases"). The gap was wider when the lease started
+# with the first batch (with 2 s it happened on a loaded machine, load 13 on 2 cores); the test
+# ends with a vacuum with no retention instead.
 VACUUM_RETENTION = 5.0
 
 
