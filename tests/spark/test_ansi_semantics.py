@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import decimal
 import math
-import uuid
 
 import pyarrow as pa
 import pyarrow.dataset as ds
 import pytest
+from spark_answers import rows_view, same_value, selected
 
 from acid_source import create_table
 from acid_source.errors import InvalidArgumentError
@@ -83,31 +83,20 @@ _ARITHMETIC = ("DIVIDE_BY_ZERO", "REMAINDER_BY_ZERO", "ARITHMETIC_OVERFLOW", "CA
                "NUMERIC_VALUE_OUT_OF_RANGE")
 
 
-def _same(ours, spark) -> bool:
-    if isinstance(ours, float) and isinstance(spark, float):
-        return (math.isnan(ours) and math.isnan(spark)) or (ours == spark and math.copysign(1, ours) == math.copysign(
-            1, spark))
-    return type(ours) is type(spark) and ours == spark
-
-
 @pytest.fixture(scope="module")
 def spark_view(spark):
-    view = f"ansi_rows_{uuid.uuid4().hex[:8]}"
-    spark.createDataFrame(ROWS).createOrReplaceTempView(view)
-    assert spark.conf.get("spark.sql.ansi.enabled") == "true"
-    yield view
-    spark.catalog.dropTempView(view)
+    yield from rows_view(spark, ROWS, "ansi_rows")
 
 
 def test_values_are_spark_values(spark, spark_view):
     columns = ", ".join(f"({v}) AS c{k}" for k, v in enumerate(VALUES))
-    got = sorted(spark.sql(f"SELECT id, {columns} FROM {spark_view}").collect(), key=lambda r: r["id"])
+    got = selected(spark, spark_view, columns)
     wrong = []
     for k, text in enumerate(VALUES):
         value = parse_value_expression(text, SCHEMA, argument="x")
         ours = ds.dataset(ROWS).to_table(columns={"v": value.expression}).column("v").to_pylist()
         spark_values = [r[f"c{k}"] for r in got]
-        if not all(_same(o, s) for o, s in zip(ours, spark_values)):
+        if not all(same_value(o, s) for o, s in zip(ours, spark_values)):
             wrong.append((text, ours, spark_values))
     assert not wrong, f"{len(wrong)} of {len(VALUES)} differ from Spark (ours, Spark): {wrong}"
 

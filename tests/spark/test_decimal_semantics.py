@@ -9,12 +9,12 @@ The engine-free half with Spark's answers written down: tests/expressions/test_d
 
 from __future__ import annotations
 
-import uuid
 from decimal import Decimal
 
 import pyarrow as pa
 import pyarrow.dataset as ds
 import pytest
+from spark_answers import rows_view, selected
 
 from acid_source import AcidTable, create_table
 from acid_source.errors import AcidError
@@ -47,10 +47,7 @@ STORED = [  # (column, SET value): what an UPDATE writes
 
 @pytest.fixture(scope="module")
 def spark_view(spark):
-    view = f"decimal_rows_{uuid.uuid4().hex[:8]}"
-    spark.createDataFrame(ROWS).createOrReplaceTempView(view)
-    yield view
-    spark.catalog.dropTempView(view)
+    yield from rows_view(spark, ROWS, "decimal_rows")
 
 
 def _text(value) -> str | None:
@@ -63,7 +60,7 @@ def _text(value) -> str | None:
 
 def test_decimal_types_and_digits_are_sparks(spark, spark_view):
     columns = ", ".join(f"typeof({v}) AS t{k}, ({v}) AS c{k}" for k, v in enumerate(DECIMALS))
-    got = sorted(spark.sql(f"SELECT id, {columns} FROM {spark_view}").collect(), key=lambda r: r["id"])
+    got = selected(spark, spark_view, columns)
     wrong = []
     for k, text in enumerate(DECIMALS):
         parsed = parse_value_expression(text, SCHEMA, argument="x")

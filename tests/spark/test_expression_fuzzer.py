@@ -11,11 +11,8 @@ cases for a soak. ``fuzz_corpus.txt`` keeps every expression that ever disagreed
 
 from __future__ import annotations
 
-import math
 import random
 import re
-import uuid
-from decimal import Decimal
 from pathlib import Path
 
 import pyarrow as pa
@@ -23,6 +20,7 @@ import pyarrow.dataset as ds
 import pytest
 from expression_grammar import ROWS, SCHEMA, Grammar
 from properties import SCALE
+from spark_answers import rows_view, same_value, selected
 
 from acid_source.errors import InvalidArgumentError
 from acid_source.expressions import engine_free_functions, parse_value_expression
@@ -55,16 +53,6 @@ def spark_type(t: pa.DataType) -> str:
     return names.get(t, str(t))
 
 
-def same(ours, theirs) -> bool:
-    if isinstance(ours, float) and isinstance(theirs, float):
-        if math.isnan(ours) or math.isnan(theirs):
-            return math.isnan(ours) and math.isnan(theirs)
-        return ours == theirs and math.copysign(1, ours) == math.copysign(1, theirs)
-    if isinstance(ours, Decimal) and isinstance(theirs, Decimal):
-        return ours == theirs
-    return type(ours) is type(theirs) and ours == theirs
-
-
 def error_class(text: str) -> str:
     found = _CLASS.search(text)
     return found.group(1) if found else text.splitlines()[0][:120]
@@ -91,7 +79,7 @@ def spark_answers(spark, view: str, texts: list[str]) -> dict[str, tuple]:
     def run(chunk: list[str]) -> None:
         columns = ", ".join(f"typeof({t}) AS t{k}, ({t}) AS v{k}" for k, t in enumerate(chunk))
         try:
-            got = sorted(spark.sql(f"SELECT id, {columns} FROM {view}").collect(), key=lambda r: r["id"])
+            got = selected(spark, view, columns)
         except Exception as exc:  # noqa: BLE001 - Spark's failure is the answer, compared by class
             if len(chunk) == 1:
                 condition = getattr(exc, "getCondition", lambda: None)()
@@ -124,7 +112,7 @@ def row_by_row(spark, view: str, text: str) -> str | None:
         except Exception as exc:  # noqa: BLE001 - Spark's failure is the answer, compared by class
             theirs = ("error", (getattr(exc, "getCondition", lambda: None)() or error_class(str(exc))).split(".")[0])
         if mine[0] != theirs[0] or (mine[0] == "error" and mine[1] != theirs[1]) or (
-                mine[0] == "value" and not same(mine[1], theirs[1])):
+                mine[0] == "value" and not same_value(mine[1], theirs[1])):
             wrong.append((k, mine, theirs))
     return f"{text}: rows differ (row, acidorc, Spark): {wrong[:3]}" if wrong else None
 
@@ -136,24 +124,20 @@ def disagreement(spark, view: str, text: str, mine: tuple, theirs: tuple) -> str
         return None if mine[1] == theirs[1] else row_by_row(spark, view, text)
     if mine[1] != theirs[1] and not (mine[1] == "void" or theirs[1] == "void"):
         return f"{text}: acidorc types it {mine[1]}, Spark {theirs[1]}"
-    wrong = [(k, o, s) for k, (o, s) in enumerate(zip(mine[2], theirs[2])) if not same(o, s)]
+    wrong = [(k, o, s) for k, (o, s) in enumerate(zip(mine[2], theirs[2])) if not same_value(o, s)]
     return f"{text}: rows differ (row, acidorc, Spark): {wrong[:3]}" if wrong else None
 
 
 @pytest.fixture(scope="module")
 def fuzz_view(spark):
-    view = f"fuzz_rows_{uuid.uuid4().hex[:8]}"
-    spark.createDataFrame(ROWS).createOrReplaceTempView(view)
-    assert spark.conf.get("spark.sql.ansi.enabled") == "true"
-    yield view
-    spark.catalog.dropTempView(view)
+    yield from rows_view(spark, ROWS, "fuzz_rows")
 
 
 def test_the_rows_reach_spark_as_they_are(spark, fuzz_view):
     """The fuzzer's premise: Spark holds exactly the rows acidorc evaluates on."""
     got = sorted(spark.sql(f"SELECT * FROM {fuzz_view}").collect(), key=lambda r: r["id"])
     for name in SCHEMA.names:
-        assert all(same(o, r[name]) or (o is None and r[name] is None)
+        assert all(same_value(o, r[name]) or (o is None and r[name] is None)
                    for o, r in zip(ROWS.column(name).to_pylist(), got)), name
 
 
